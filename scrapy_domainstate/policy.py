@@ -1,0 +1,284 @@
+"""The domain state machine: pure functions of a record, an observation and the clock.
+
+No Scrapy, no I/O; ``now`` is always passed in, so a simulator or a test can
+drive it with a fake clock. States and their rules (``SPEC.md`` section 2)::
+
+    unknown ──2 dead signals──────────────▶ dead         (skip, 30 d → unknown)
+       │ ──any antibot signal─────────────▶ antibot-soft (fetch, browser fallback,
+       │                                                  7 d sliding → unknown)
+       │        antibot-soft ──3 antibot in a row / hard block──▶ antibot-hard
+       │                                                  (browser only, 90 d → antibot-soft)
+       │ ──≥70 % ok-contact of last 10 fetches (≥5)──▶ friendly (fetch only, no TTL;
+       │                                                  5 failed fetches in a row → unknown)
+       └─ (any live state) 5 ok-empty in a row ──▶ cold (skip, 90 d → unknown)
+
+Streaks are counted from the tail of ``recent``, so they reset on any outcome
+that breaks them and they are cleared with ``recent`` when a state expires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .config import Config
+from .record import DomainStat, Method, Outcome, RecentEntry, State
+
+__all__ = ["Decision", "Policy", "Transition"]
+
+
+class Decision(str, Enum):
+    SKIP = "skip"
+    PROBE = "probe"
+    FETCH = "fetch"
+    FETCH_THEN_BROWSER = "fetch-then-browser"
+    BROWSER = "browser"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    domain: str
+    old: State
+    new: State
+    at: float
+    reason: str
+
+
+#: Where a state goes when its TTL runs out.
+EXPIRES_TO = {
+    State.UNKNOWN: State.UNKNOWN,
+    State.DEAD: State.UNKNOWN,
+    State.ANTIBOT_SOFT: State.UNKNOWN,
+    State.ANTIBOT_HARD: State.ANTIBOT_SOFT,
+    State.FRIENDLY: State.UNKNOWN,
+    State.COLD: State.UNKNOWN,
+}
+
+_DECISIONS = {
+    State.DEAD: Decision.SKIP,
+    State.COLD: Decision.SKIP,
+    State.ANTIBOT_SOFT: Decision.FETCH_THEN_BROWSER,
+    State.ANTIBOT_HARD: Decision.BROWSER,
+    State.FRIENDLY: Decision.FETCH,
+}
+
+_FAILED = frozenset({Outcome.HTTP_ERROR, Outcome.NETWORK_ERROR, Outcome.ANTIBOT, Outcome.DEAD})
+_SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY})
+_COLD_FROM = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT, State.ANTIBOT_HARD, State.FRIENDLY})
+
+
+def _streak(recent: list[RecentEntry], outcome: Outcome) -> int:
+    n = 0
+    for entry in reversed(recent):
+        if entry.outcome is not outcome:
+            break
+        n += 1
+    return n
+
+
+class Policy:
+    """Answers two questions: what to do for a domain now, and where an outcome moves it."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self._ttl = dict(self.config.ttl)
+
+    # ------------------------------------------------------------ helpers
+
+    def new(self, domain: str, now: float) -> DomainStat:
+        """A record for a domain seen for the first time."""
+        return DomainStat(
+            domain=domain,
+            state=State.UNKNOWN,
+            first_seen=now,
+            last_seen=now,
+            state_changed_at=now,
+            state_expires_at=self._expiry(State.UNKNOWN, now),
+        )
+
+    def _expiry(self, state: State, now: float) -> float | None:
+        ttl = self._ttl[state]
+        return None if ttl is None else now + ttl
+
+    def is_expired(self, stat: DomainStat, now: float) -> bool:
+        return stat.state_expires_at is not None and now >= stat.state_expires_at
+
+    def current(self, stat: DomainStat | None, domain: str, now: float) -> DomainStat:
+        """The record as it stands at ``now``: new if missing, lazily expired.
+
+        Returns ``stat`` itself when nothing changes, a modified copy otherwise.
+        """
+        if stat is None:
+            return self.new(domain, now)
+        if self.is_expired(stat, now):
+            stat = stat.copy()
+            self._expire(stat, now)
+        return stat
+
+    def _expire(self, stat: DomainStat, now: float) -> None:
+        # A record can sit unread through several TTLs (antibot-hard -> soft ->
+        # unknown): walk the chain from the old expiry, so the result does not
+        # depend on when it is read.
+        while stat.state_expires_at is not None and now >= stat.state_expires_at:
+            at = stat.state_expires_at
+            new_state = EXPIRES_TO[stat.state]
+            stat.state = new_state
+            stat.state_changed_at = at
+            stat.state_expires_at = self._expiry(new_state, at)
+            stat.recent = []
+            stat.probed_at = 0.0
+
+    def set_state(self, stat: DomainStat, state: State, now: float, ttl: float | None = -1.0) -> DomainStat:
+        """Force a state (operators, imports, remote consensus). ``ttl=-1``: the state's default."""
+        stat = stat.copy()
+        stat.state = state
+        stat.state_changed_at = now
+        stat.state_expires_at = self._expiry(state, now) if ttl == -1.0 else (None if ttl is None else now + ttl)
+        stat.probed_at = 0.0
+        return stat
+
+    # ----------------------------------------------------------- decisions
+
+    def decide_state(self, state: State, probed_at: float, changed_at: float) -> Decision:
+        if state is State.UNKNOWN:
+            if self.config.head_probe and not probed_at:
+                return Decision.PROBE
+            return Decision.FETCH_THEN_BROWSER
+        return _DECISIONS[state]
+
+    def decide(self, stat: DomainStat | None, now: float) -> Decision:
+        """What to do with a request for this domain at ``now``."""
+        if stat is None:
+            return Decision.PROBE if self.config.head_probe else Decision.FETCH_THEN_BROWSER
+        if self.is_expired(stat, now):
+            stat = self.current(stat, stat.domain, now)
+        return self.decide_state(stat.state, stat.probed_at, stat.state_changed_at)
+
+    # ------------------------------------------------------------ outcomes
+
+    def observe(
+        self, stat: DomainStat | None, domain: str, entry: RecentEntry
+    ) -> tuple[DomainStat, Transition | None]:
+        """Apply one observation; returns the new record and the transition, if any.
+
+        Never mutates ``stat``.
+        """
+        now = entry.at
+        before = self.current(stat, domain, now)
+        start_state = stat.state if stat is not None else State.UNKNOWN
+        new = before.copy() if before is stat else before
+        new.last_seen = max(new.last_seen, now)
+        if new.first_seen == 0.0:
+            new.first_seen = now
+
+        if entry.method is Method.HEAD:
+            new.probed_at = now
+        if entry.outcome is Outcome.NO_VERDICT:
+            return new, self._transition(domain, start_state, new, now, "expired")
+
+        if entry.method is Method.FETCH:
+            new.fetch_total += 1
+            if entry.outcome is Outcome.OK_CONTACT:
+                new.fetch_ok += 1
+            elif entry.outcome is Outcome.OK_EMPTY:
+                new.fetch_ok_empty += 1
+        elif entry.method is Method.TAB:
+            new.tab_total += 1
+            if entry.outcome is Outcome.OK_CONTACT:
+                new.tab_ok += 1
+
+        new.recent.append(entry)
+        overflow = len(new.recent) - self.config.recent_size
+        if overflow > 0:
+            del new.recent[:overflow]
+
+        reason = self._next(new, entry)
+        if reason is not None:
+            target, why = reason
+            if target is not new.state:
+                new.state = target
+                new.state_changed_at = now
+                new.state_expires_at = self._expiry(target, now)
+                if target is State.UNKNOWN:
+                    new.probed_at = 0.0
+                return new, Transition(domain, start_state, target, now, why)
+            if target is State.ANTIBOT_SOFT:
+                # Sliding TTL: every new antibot signal restarts it.
+                new.state_expires_at = self._expiry(target, now)
+        return new, self._transition(domain, start_state, new, now, "expired")
+
+    @staticmethod
+    def _transition(domain: str, old: State, new: DomainStat, now: float, why: str) -> Transition | None:
+        if old is new.state:
+            return None
+        return Transition(domain, old, new.state, now, why)
+
+    def _next(self, stat: DomainStat, entry: RecentEntry) -> tuple[State, str] | None:
+        """The rule that fires for this entry, as ``(target state, reason)``."""
+        cfg = self.config
+        state = stat.state
+        outcome = entry.outcome
+        recent = stat.recent
+
+        if outcome is Outcome.ANTIBOT:
+            if state in (State.DEAD, State.COLD):
+                return None
+            if entry.is_hard_block:
+                return State.ANTIBOT_HARD, f"hard block ({entry.error_class})"
+            if state is State.FRIENDLY:
+                return self._friendly_failure(stat)
+            if _streak(recent, Outcome.ANTIBOT) >= cfg.antibot_hard_threshold:
+                return State.ANTIBOT_HARD, f"{cfg.antibot_hard_threshold} antibot outcomes in a row"
+            if state is State.ANTIBOT_HARD:
+                return None
+            return State.ANTIBOT_SOFT, f"antibot ({entry.error_class or entry.status or 'challenge'})"
+
+        if outcome is Outcome.OK_EMPTY and state in _COLD_FROM:
+            if _streak(recent, Outcome.OK_EMPTY) >= cfg.cold_threshold:
+                return State.COLD, f"{cfg.cold_threshold} ok-empty outcomes in a row"
+
+        if state is State.UNKNOWN:
+            if outcome is Outcome.DEAD:
+                streak = recent[len(recent) - _streak(recent, Outcome.DEAD) :]
+                if len(streak) >= cfg.dead_threshold and any(e.method is not Method.HEAD for e in streak):
+                    return State.DEAD, f"{len(streak)} dead signals in a row ({entry.error_class or entry.status})"
+                return None
+            if entry.method is Method.FETCH and outcome is Outcome.OK_CONTACT:
+                return self._maybe_friendly(recent)
+            return None
+
+        if state is State.FRIENDLY:
+            if entry.method is Method.FETCH and outcome in _FAILED:
+                return self._friendly_failure(stat)
+            return None
+
+        if state in (State.DEAD, State.COLD) and outcome in _SUCCESS:
+            # A forced fetch found the site alive / useful again: re-evaluate.
+            if state is State.DEAD or outcome is Outcome.OK_CONTACT:
+                return State.UNKNOWN, f"{outcome} while {state}"
+        return None
+
+    def _maybe_friendly(self, recent: list[RecentEntry]) -> tuple[State, str] | None:
+        cfg = self.config
+        window = [e for e in recent if e.method is Method.FETCH][-cfg.friendly_window :]
+        if len(window) < cfg.friendly_min_fetches:
+            return None
+        ok = sum(1 for e in window if e.outcome is Outcome.OK_CONTACT)
+        if ok >= cfg.friendly_ratio * len(window) - 1e-9:
+            return State.FRIENDLY, f"{ok}/{len(window)} fetches found contacts"
+        return None
+
+    def _friendly_failure(self, stat: DomainStat) -> tuple[State, str] | None:
+        n = 0
+        for e in reversed(stat.recent):
+            if e.method is not Method.FETCH:
+                continue
+            if e.outcome not in _FAILED:
+                break
+            n += 1
+        if n >= self.config.friendly_demote:
+            return State.UNKNOWN, f"{n} failed fetches in a row"
+        return None

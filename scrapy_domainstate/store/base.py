@@ -1,0 +1,224 @@
+"""The one store interface: LMDB, Redis and memory stores implement it.
+
+A store keeps :class:`~scrapy_domainstate.record.DomainStat` records by domain
+key and the URL-level dead table. Writes of outcomes are buffered: :meth:`record`
+applies the outcome to this process's view at once (so the next decision and the
+transition signal see it), and :meth:`flush` writes the buffered *entries* in one
+batch, re-applying each to the record as it is in the backend at that moment, so
+that several processes recording outcomes for the same domain lose nothing.
+
+Subclasses implement the ``_load``/``_write_batch``/... primitives; the buffering,
+the flush triggers and the corrupt-record handling live here once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import Any
+
+from ..config import Config
+from ..policy import Decision, Policy, Transition
+from ..record import DomainStat, RecentEntry, RecordError, State
+
+__all__ = ["DomainStore", "StoreError"]
+
+logger = logging.getLogger(__name__)
+
+
+class StoreError(RuntimeError):
+    """The backend failed (I/O, connection). Callers degrade, never crash a crawl."""
+
+
+class DomainStore(ABC):
+    """Base class of every store. Not thread-safe: one per crawler thread."""
+
+    #: A short name for logs and the ``scrapy domainstate stats`` output.
+    name = "store"
+
+    def __init__(self, config: Config | None = None, policy: Policy | None = None) -> None:
+        self.config = config or Config()
+        self.policy = policy or Policy(self.config)
+        self._pending: dict[str, list[RecentEntry]] = {}
+        self._view: dict[str, DomainStat] = {}
+        self._n_pending = 0
+        self._oldest_pending = 0.0
+        self.corrupt_records = 0
+        self._warned_corrupt = False
+        self.evicted = 0
+
+    # ------------------------------------------------- construction hooks
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, config: Config, policy: Policy) -> DomainStore:
+        """Build from a crawler. Stores that need crawler settings override this."""
+        return cls(config, policy)
+
+    def open(self) -> None:  # noqa: B027 - optional hook
+        """Acquire the backend (called at ``spider_opened``, never at import)."""
+
+    def close(self) -> None:
+        """Flush and release the backend."""
+        self.flush()
+
+    def describe(self) -> str:
+        return self.name
+
+    # --------------------------------------------------- backend primitives
+
+    @abstractmethod
+    def _load_raw(self, domain: str) -> DomainStat | None:
+        """Read one record from the backend; may raise RecordError."""
+
+    @abstractmethod
+    def _write_batch(self, batch: dict[str, list[RecentEntry]]) -> dict[str, DomainStat]:
+        """Atomically apply the entries to the backend records; return the results."""
+
+    @abstractmethod
+    def _put(self, stat: DomainStat) -> None:
+        """Overwrite one record (operators and imports)."""
+
+    @abstractmethod
+    def _delete(self, domain: str) -> bool: ...
+
+    @abstractmethod
+    def _clear(self) -> int: ...
+
+    @abstractmethod
+    def iter_records(self) -> Iterator[DomainStat]:
+        """Every stored record, as stored (expiry not applied). Corrupt ones are skipped."""
+
+    @abstractmethod
+    def count(self) -> int: ...
+
+    @abstractmethod
+    def url_dead_until(self, fingerprint: str) -> float | None:
+        """When the URL-level dead mark of this request fingerprint expires, if any."""
+
+    @abstractmethod
+    def mark_url_dead(self, fingerprint: str, until: float) -> None: ...
+
+    # ------------------------------------------------------------ reading
+
+    def _load(self, domain: str) -> DomainStat | None:
+        try:
+            return self._load_raw(domain)
+        except RecordError as exc:
+            self.corrupt_records += 1
+            if not self._warned_corrupt:
+                self._warned_corrupt = True
+                logger.warning(
+                    "Corrupt domainstate record for %s in %s (%s): treating it as unknown",
+                    domain,
+                    self.describe(),
+                    exc,
+                )
+            return None
+
+    def get(self, domain: str) -> DomainStat | None:
+        """The record as this process sees it (stored, plus its pending outcomes)."""
+        view = self._view.get(domain)
+        return view if view is not None else self._load(domain)
+
+    def current(self, domain: str, now: float) -> DomainStat:
+        """The record at ``now``: a new one if missing, expiry applied."""
+        return self.policy.current(self.get(domain), domain, now)
+
+    def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
+        """``(decision, state, state_expires_at)`` for a request to ``domain`` at ``now``."""
+        stat = self.get(domain)
+        if stat is None:
+            new = self.policy.new(domain, now)
+            return self.policy.decide(None, now), new.state, new.state_expires_at
+        stat = self.policy.current(stat, domain, now)
+        return self.policy.decide(stat, now), stat.state, stat.state_expires_at
+
+    # ------------------------------------------------------------ writing
+
+    def record(self, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
+        """Apply an observation now (locally) and buffer it for the next flush."""
+        stat, transition = self.policy.observe(self.get(domain), domain, entry)
+        self._view[domain] = stat
+        self._pending.setdefault(domain, []).append(entry)
+        if not self._n_pending:
+            self._oldest_pending = time.monotonic()
+        self._n_pending += 1
+        if self._n_pending >= self.config.flush_size or (
+            time.monotonic() - self._oldest_pending >= self.config.flush_interval
+        ):
+            self.flush()
+        return stat, transition
+
+    @property
+    def pending(self) -> int:
+        return self._n_pending
+
+    def flush(self) -> int:
+        """Write buffered outcomes in one batch. On failure they stay buffered."""
+        if not self._pending:
+            return 0
+        batch, n = self._pending, self._n_pending
+        self._pending, self._n_pending = {}, 0
+        try:
+            self._write_batch(batch)
+        except BaseException:
+            # Put them back in front of anything recorded meanwhile: nothing is lost.
+            for domain, entries in self._pending.items():
+                batch.setdefault(domain, []).extend(entries)
+            self._pending, self._n_pending = batch, n + self._n_pending
+            raise
+        for domain in batch:
+            if domain not in self._pending:
+                self._view.pop(domain, None)
+        return n
+
+    def put(self, stat: DomainStat) -> None:
+        """Overwrite a record, dropping this process's pending outcomes for it."""
+        self._discard_pending(stat.domain)
+        self._put(stat)
+
+    def delete(self, domain: str) -> bool:
+        self._discard_pending(domain)
+        return self._delete(domain)
+
+    def clear(self) -> int:
+        self._pending, self._view, self._n_pending = {}, {}, 0
+        return self._clear()
+
+    def set_state(self, domain: str, state: State, now: float, ttl: float | None = -1.0) -> DomainStat:
+        """Force a domain's state (``ttl=-1``: the state's default TTL)."""
+        self.flush()
+        stat = self.policy.set_state(self.current(domain, now), state, now, ttl)
+        self.put(stat)
+        return stat
+
+    def _discard_pending(self, domain: str) -> None:
+        self._n_pending -= len(self._pending.pop(domain, ()))
+        self._view.pop(domain, None)
+
+    # ------------------------------------------------------- maintenance
+
+    def sweep(self, now: float) -> int:
+        """Drop every record whose state has expired; returns how many."""
+        self.flush()
+        expired = [s.domain for s in self.iter_records() if self.policy.is_expired(s, now)]
+        for domain in expired:
+            self._delete(domain)
+        return len(expired)
+
+    def __enter__(self) -> DomainStore:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def apply_entries(policy: Policy, stat: DomainStat | None, domain: str, entries: list[RecentEntry]) -> DomainStat:
+    """Re-apply buffered entries to a backend record (used inside write transactions)."""
+    for entry in entries:
+        stat, _ = policy.observe(stat, domain, entry)
+    assert stat is not None
+    return stat
