@@ -8,6 +8,7 @@ is checked against it by a test. :meth:`Config.from_settings` turns a Scrapy
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,14 +78,26 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DOMAINSTATE_ANTIBOT_HARD_THRESHOLD", 3, "int", "Consecutive antibot outcomes that make a domain antibot-hard."),
     _s("DOMAINSTATE_COLD_THRESHOLD", 5, "int", "Consecutive ok-empty outcomes that make a domain cold."),
     _s("DOMAINSTATE_FRIENDLY_WINDOW", 10, "int", "How many recent fetch outcomes the friendly rule looks at."),
-    _s("DOMAINSTATE_FRIENDLY_RATIO", 0.7, "float", "Share of ok-contact fetches in the window that makes a domain friendly."),
+    _s(
+        "DOMAINSTATE_FRIENDLY_RATIO",
+        0.7,
+        "float",
+        "Share of ok-contact fetches in the window that makes a domain friendly.",
+    ),
     _s("DOMAINSTATE_FRIENDLY_MIN_FETCHES", 5, "int", "Fetches needed in the window before the friendly rule applies."),
     _s("DOMAINSTATE_FRIENDLY_DEMOTE", 5, "int", "Consecutive failed fetches that demote a friendly domain to unknown."),
     _s("DOMAINSTATE_RECENT_SIZE", 20, "int", "Entries kept in a record's recent history (FIFO)."),
-    _s("DOMAINSTATE_URL_DEAD_TTL", 30 * DAY, "float", "Seconds a URL answering 404/410 (off the site root) is skipped."),
+    _s(
+        "DOMAINSTATE_URL_DEAD_TTL", 30 * DAY, "float", "Seconds a URL answering 404/410 (off the site root) is skipped."
+    ),
     _s("DOMAINSTATE_MAX_DOMAINS", 1_000_000, "int", "Cap on stored domains; the least recently seen are evicted."),
     _s("DOMAINSTATE_HEAD_PROBE", True, "bool", "Probe unknown domains with one HEAD request first."),
-    _s("DOMAINSTATE_BROWSER_META", {"playwright": True}, "dict", "Meta merged into a request to send it to the browser."),
+    _s(
+        "DOMAINSTATE_BROWSER_META",
+        {"playwright": True},
+        "dict",
+        "Meta merged into a request to send it to the browser.",
+    ),
     _s("DOMAINSTATE_PER_HOSTNAME", False, "bool", "Track every hostname on its own instead of by eTLD+1."),
     _s(
         "DOMAINSTATE_OUTCOME",
@@ -96,11 +109,18 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DOMAINSTATE_BODY_SCAN_BYTES", 65536, "int", "Bytes of a body scanned for challenge markers and contacts."),
     _s("DOMAINSTATE_FLUSH_INTERVAL", 5.0, "float", "Seconds between batched store writes."),
     _s("DOMAINSTATE_FLUSH_SIZE", 500, "int", "Buffered outcomes that trigger a store write."),
-    _s("DOMAINSTATE_PROBE_TIMEOUT", 15.0, "float", "Seconds a HEAD probe may take before requests stop waiting for it."),
+    _s(
+        "DOMAINSTATE_PROBE_TIMEOUT", 15.0, "float", "Seconds a HEAD probe may take before requests stop waiting for it."
+    ),
     _s("DOMAINSTATE_REMOTE_URL", None, "str", "Base URL of a shared-state service (off when None)."),
     _s("DOMAINSTATE_REMOTE_TOKEN", None, "str", "Bearer token for the shared-state service."),
     _s("DOMAINSTATE_REMOTE_TIMEOUT", 2.0, "float", "Seconds before a call to the shared-state service is abandoned."),
-    _s("DOMAINSTATE_REMOTE_CONSENSUS", 0.8, "float", "Share of agreeing reporters above which a remote state is adopted."),
+    _s(
+        "DOMAINSTATE_REMOTE_CONSENSUS",
+        0.8,
+        "float",
+        "Share of agreeing reporters above which a remote state is adopted.",
+    ),
     _s("DOMAINSTATE_REMOTE_MIN_REPORTERS", 3, "int", "Distinct reporters needed before a remote consensus counts."),
     _s("DOMAINSTATE_STATS_PER_DOMAIN", False, "bool", "Also count decisions per domain in stats (many keys)."),
 )
@@ -132,7 +152,7 @@ def _number(name: str, value: Any, kind: type, minimum: float, maximum: float | 
             raise ValueError
     except (TypeError, ValueError):
         raise ConfigError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
-    if number != number or number < minimum or (maximum is not None and number > maximum):
+    if math.isnan(number) or number < minimum or (maximum is not None and number > maximum):
         bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
         raise ConfigError(f"{name} must be {bound}, got {value!r}")
     return number
@@ -177,11 +197,10 @@ def _optional_str(name: str, value: Any) -> str | None:
 def _markers(value: Any) -> dict[str, tuple[str, ...]]:
     name = "DOMAINSTATE_CHALLENGE_MARKERS"
     out: dict[str, tuple[str, ...]] = {}
-    for vendor, markers in _dict(name, value).items():
-        if isinstance(markers, str):
-            markers = [markers]
+    for vendor, given in _dict(name, value).items():
+        markers = [given] if isinstance(given, str) else given
         if not isinstance(markers, (list, tuple)) or not all(isinstance(m, str) and m for m in markers):
-            raise ConfigError(f"{name}[{vendor!r}] must be a list of non-empty strings, got {markers!r}")
+            raise ConfigError(f"{name}[{vendor!r}] must be a list of non-empty strings, got {given!r}")
         out[str(vendor)] = tuple(markers)
     return out
 
@@ -238,6 +257,13 @@ class Config:
                 raise ConfigError(f"{name} ({value}) cannot exceed DOMAINSTATE_RECENT_SIZE ({recent_size})")
             return value
 
+        window = threshold("DOMAINSTATE_FRIENDLY_WINDOW")
+        min_fetches = threshold("DOMAINSTATE_FRIENDLY_MIN_FETCHES")
+        if min_fetches > window:
+            raise ConfigError(
+                f"DOMAINSTATE_FRIENDLY_MIN_FETCHES ({min_fetches}) cannot exceed "
+                f"DOMAINSTATE_FRIENDLY_WINDOW ({window}): no domain could ever become friendly"
+            )
         redis_url = get("DOMAINSTATE_REDIS_URL")
         if redis_url is None and hasattr(s, "get"):
             redis_url = s.get("REDIS_URL")
@@ -270,9 +296,9 @@ class Config:
             dead_threshold=threshold("DOMAINSTATE_DEAD_THRESHOLD"),
             antibot_hard_threshold=threshold("DOMAINSTATE_ANTIBOT_HARD_THRESHOLD"),
             cold_threshold=threshold("DOMAINSTATE_COLD_THRESHOLD"),
-            friendly_window=threshold("DOMAINSTATE_FRIENDLY_WINDOW"),
+            friendly_window=window,
             friendly_ratio=_number("DOMAINSTATE_FRIENDLY_RATIO", get("DOMAINSTATE_FRIENDLY_RATIO"), float, 0.0, 1.0),
-            friendly_min_fetches=threshold("DOMAINSTATE_FRIENDLY_MIN_FETCHES"),
+            friendly_min_fetches=min_fetches,
             friendly_demote=threshold("DOMAINSTATE_FRIENDLY_DEMOTE"),
             recent_size=recent_size,
             url_dead_ttl=_number("DOMAINSTATE_URL_DEAD_TTL", get("DOMAINSTATE_URL_DEAD_TTL"), float, 0.0),

@@ -125,6 +125,11 @@ class Policy:
         while stat.state_expires_at is not None and now >= stat.state_expires_at:
             at = stat.state_expires_at
             new_state = EXPIRES_TO[stat.state]
+            ttl = self._ttl[new_state]
+            if new_state is stat.state and ttl is not None and now - at >= ttl:
+                # unknown -> unknown: skip the whole periods at once, so a read
+                # stays O(1) however long the record sat unread (1 s TTL, 1 year).
+                at += ((now - at) // ttl) * ttl
             stat.state = new_state
             stat.state_changed_at = at
             stat.state_expires_at = self._expiry(new_state, at)
@@ -159,9 +164,7 @@ class Policy:
 
     # ------------------------------------------------------------ outcomes
 
-    def observe(
-        self, stat: DomainStat | None, domain: str, entry: RecentEntry
-    ) -> tuple[DomainStat, Transition | None]:
+    def observe(self, stat: DomainStat | None, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
         """Apply one observation; returns the new record and the transition, if any.
 
         Never mutates ``stat``.
@@ -199,12 +202,17 @@ class Policy:
         if reason is not None:
             target, why = reason
             if target is not new.state:
+                if new.state is State.FRIENDLY and target is State.UNKNOWN:
+                    # Demotion is friendly's "on expiry" (SPEC section 2): `recent` is
+                    # cleared as on any expiry, so no friendly-era failure counts as a
+                    # dead or antibot signal of the new unknown period.
+                    new.recent = []
                 new.state = target
                 new.state_changed_at = now
                 new.state_expires_at = self._expiry(target, now)
                 if target is State.UNKNOWN:
                     new.probed_at = 0.0
-                return new, Transition(domain, start_state, target, now, why)
+                return new, self._transition(domain, start_state, new, now, why)
             if target is State.ANTIBOT_SOFT:
                 # Sliding TTL: every new antibot signal restarts it.
                 new.state_expires_at = self._expiry(target, now)
@@ -236,9 +244,12 @@ class Policy:
                 return None
             return State.ANTIBOT_SOFT, f"antibot ({entry.error_class or entry.status or 'challenge'})"
 
-        if outcome is Outcome.OK_EMPTY and state in _COLD_FROM:
-            if _streak(recent, Outcome.OK_EMPTY) >= cfg.cold_threshold:
-                return State.COLD, f"{cfg.cold_threshold} ok-empty outcomes in a row"
+        if (
+            outcome is Outcome.OK_EMPTY
+            and state in _COLD_FROM
+            and _streak(recent, Outcome.OK_EMPTY) >= cfg.cold_threshold
+        ):
+            return State.COLD, f"{cfg.cold_threshold} ok-empty outcomes in a row"
 
         if state is State.UNKNOWN:
             if outcome is Outcome.DEAD:
@@ -255,10 +266,9 @@ class Policy:
                 return self._friendly_failure(stat)
             return None
 
-        if state in (State.DEAD, State.COLD) and outcome in _SUCCESS:
-            # A forced fetch found the site alive / useful again: re-evaluate.
-            if state is State.DEAD or outcome is Outcome.OK_CONTACT:
-                return State.UNKNOWN, f"{outcome} while {state}"
+        # A forced fetch found the site alive / useful again: re-evaluate.
+        if (state is State.DEAD and outcome in _SUCCESS) or (state is State.COLD and outcome is Outcome.OK_CONTACT):
+            return State.UNKNOWN, f"{outcome} while {state}"
         return None
 
     def _maybe_friendly(self, recent: list[RecentEntry]) -> tuple[State, str] | None:

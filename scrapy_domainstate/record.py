@@ -9,6 +9,7 @@ when an outcome is applied. :func:`decode` never raises on garbage: it raises
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 from enum import Enum
@@ -181,7 +182,7 @@ def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
     except (struct.error, IndexError, TypeError) as exc:
         raise RecordError(str(exc)) from exc
     expires = head[12]
-    return state, (None if expires != expires else expires), head[11], head[13]
+    return state, (None if math.isnan(expires) else expires), head[11], head[13]
 
 
 def decode(data: bytes) -> DomainStat:
@@ -231,7 +232,7 @@ def decode(data: bytes) -> DomainStat:
             first_seen=head[9],
             last_seen=head[10],
             state_changed_at=head[11],
-            state_expires_at=None if expires != expires else expires,
+            state_expires_at=None if math.isnan(expires) else expires,
             probed_at=head[13],
         )
     except RecordError:

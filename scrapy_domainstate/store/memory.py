@@ -24,9 +24,7 @@ class MemoryStore(DomainStore):
     def _write_batch(self, batch: dict[str, list[RecentEntry]]) -> dict[str, DomainStat]:
         out = {}
         for domain, entries in batch.items():
-            out[domain] = self._records[domain] = apply_entries(
-                self.policy, self._records.get(domain), domain, entries
-            )
+            out[domain] = self._records[domain] = apply_entries(self.policy, self._records.get(domain), domain, entries)
         self._evict()
         return out
 

@@ -1,0 +1,447 @@
+"""The per-crawler runtime shared by the middlewares and the extension.
+
+One :class:`DomainStateManager` per crawler (``DomainStateManager.for_crawler``):
+it owns the config, the policy, the classifier and the store, turns requests
+into decisions and downloads into recorded outcomes, and keeps the stats, the
+signals and the logs in one place. The Scrapy components stay thin.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Request, Response, TextResponse
+from scrapy.utils.misc import load_object
+from twisted.internet.defer import Deferred
+
+from . import signals
+from .classify import Classifier, Verdict
+from .config import Config, ConfigError
+from .contacts import has_contact
+from .keys import domain_key, host_of, is_site_root
+from .policy import Decision, Policy, Transition
+from .record import DomainStat, Method, Outcome, RecentEntry, State
+from .store import DomainStore, create_store
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["META_FORCE", "META_OUT", "DomainStateManager"]
+
+logger = logging.getLogger("scrapy_domainstate")
+
+#: Request meta key (in): fetch even when the plugin would skip.
+META_FORCE = "domainstate_force"
+#: Request/response meta key (out): ``{"domain", "state", "expires_at", "method"}``.
+META_OUT = "domainstate"
+#: Request meta key (in, ``DOMAINSTATE_OUTCOME='items'``): set by a callback to override.
+META_OUTCOME = "domainstate_outcome"
+#: Internal meta keys.
+META_PROBE = "domainstate_probe"
+META_REISSUE = "domainstate_reissued"
+META_DECISION = "_domainstate_decision"
+META_PENDING = "_domainstate_pending"
+
+_ATTR = "_domainstate_manager"
+
+
+class DomainStateManager:
+    def __init__(self, crawler: Crawler, config: Config) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.stats = crawler.stats
+        self.policy = Policy(config)
+        self.classifier = Classifier(config)
+        self.store: DomainStore = create_store(config, self.policy)
+        self.clock: Callable[[], float] = time.time
+        self.opened = False
+        self.degraded = False
+        self._warned_store = False
+        self._probes: dict[str, list[Deferred[None]]] = {}
+        self._cert_verdicts: dict[str, Verdict | None] = {}
+        self._seen: set[str] = set()
+        self._browser_items = tuple(config.browser_meta.items())
+        self._outcome_fn: Callable[[Response], Any] | None = None
+        if config.outcome not in ("contacts", "items"):
+            try:
+                self._outcome_fn = load_object(config.outcome)
+            except (ImportError, NameError, ValueError, AttributeError) as exc:
+                raise ConfigError(f"DOMAINSTATE_OUTCOME: cannot import {config.outcome!r}: {exc}") from exc
+            if not callable(self._outcome_fn):
+                raise ConfigError(f"DOMAINSTATE_OUTCOME: {config.outcome!r} is not callable")
+
+    # ------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler) -> DomainStateManager:
+        """The crawler's manager, built on first use. ``NotConfigured`` when off."""
+        manager = getattr(crawler, _ATTR, None)
+        if manager is None:
+            try:
+                config = Config.from_settings(crawler.settings)
+            except ConfigError as exc:
+                # A bad value must stop the crawl at start-up, not silently disable it.
+                raise ConfigError(f"scrapy-domainstate: {exc}") from exc
+            if not config.enabled:
+                raise NotConfigured("scrapy-domainstate is disabled (DOMAINSTATE_ENABLED=False)")
+            manager = cls(crawler, config)
+            setattr(crawler, _ATTR, manager)
+        return manager
+
+    def spider_enabled(self) -> bool:
+        spider = self.crawler.spider
+        return spider is None or getattr(spider, "domainstate_enabled", True)
+
+    def open(self) -> None:
+        if self.opened:
+            return
+        self.store.open()
+        self.opened = True
+        logger.info("scrapy-domainstate: using %s", self.store.describe(), extra={"crawler": self.crawler})
+
+    def close(self) -> None:
+        if not self.opened:
+            return
+        self.flush()
+        self._state_stats()
+        try:
+            self.store.close()
+        except Exception:
+            self._store_failed("close")
+        self.opened = False
+
+    def flush(self) -> None:
+        try:
+            self.store.flush()
+        except Exception:
+            self._store_failed("flush")
+
+    def _store_failed(self, what: str) -> None:
+        self.stats.inc_value("domainstate/store_error")
+        self.stats.inc_value(f"domainstate/store_error/{what}")
+        if not self._warned_store:
+            self._warned_store = True
+            logger.warning(
+                "scrapy-domainstate: the store failed (%s); decisions fall back to 'fetch' "
+                "and outcomes stay buffered until it recovers",
+                what,
+                extra={"crawler": self.crawler},
+            )
+
+    def _state_stats(self) -> None:
+        now = self.clock()
+        for domain in self._seen:
+            try:
+                stat = self.store.current(domain, now)
+            except Exception:
+                self._store_failed("read")
+                return
+            self.stats.inc_value(f"domainstate/state_at_close/{stat.state}")
+
+    # ------------------------------------------------------------ requests
+
+    def key(self, url: str) -> str:
+        return domain_key(host_of(url), self.config.per_hostname)
+
+    def is_browser(self, request: Request) -> bool:
+        meta = request.meta
+        return all(meta.get(k) == v for k, v in self._browser_items)
+
+    def _decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
+        try:
+            return self.store.decide(domain, now)
+        except Exception:
+            self._store_failed("read")
+            return Decision.FETCH, State.UNKNOWN, None
+
+    def _mark(self, request: Request, domain: str, state: State, expires: float | None, method: str) -> None:
+        request.meta[META_OUT] = {"domain": domain, "state": state.value, "expires_at": expires, "method": method}
+        self.stats.inc_value(f"domainstate/method/{method}")
+        if self.config.stats_per_domain:
+            self.stats.inc_value(f"domainstate/domain/{domain}/{method}")
+
+    def before_request(self, request: Request) -> Any:
+        """The middleware's ``process_request``: None, or a coroutine when a probe is awaited."""
+        meta = request.meta
+        if meta.get(META_PROBE):
+            return None
+        domain = self.key(request.url)
+        if not domain:
+            return None
+        self._seen.add(domain)
+        now = self.clock()
+        force = bool(meta.get(META_FORCE))
+        if meta.get(META_REISSUE):
+            self._mark(request, domain, *self._decide(domain, now)[1:], method=Method.TAB.value)
+            return None
+        if not force and self._url_is_dead(request, now):
+            self._mark(request, domain, State.DEAD, None, "skip")
+            self.stats.inc_value("domainstate/url_dead/skipped")
+            raise IgnoreRequest(f"domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
+        decision, state, expires = self._decide(domain, now)
+        if decision is Decision.PROBE:
+            if self.crawler.engine is None or self.crawler.spider is None:
+                decision = Decision.FETCH_THEN_BROWSER
+            else:
+                return self._probe_then_route(request, domain)
+        self._route(request, domain, decision, state, expires, force)
+        return None
+
+    def _route(
+        self, request: Request, domain: str, decision: Decision, state: State, expires: float | None, force: bool
+    ) -> None:
+        self.stats.inc_value(f"domainstate/decision/{decision}")
+        if decision is Decision.SKIP:
+            if not force:
+                self._mark(request, domain, state, expires, "skip")
+                logger.debug("Skipping %s: %s is %s", request.url, domain, state, extra={"crawler": self.crawler})
+                raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
+            self.stats.inc_value("domainstate/forced")
+            decision = Decision.FETCH
+        if decision is Decision.BROWSER and not self.is_browser(request):
+            request.meta.update(self.config.browser_meta)
+        request.meta[META_DECISION] = decision.value
+        method = Method.TAB if self.is_browser(request) else Method.FETCH
+        self._mark(request, domain, state, expires, method.value)
+        logger.debug("%s %s: %s is %s", decision, request.url, domain, state, extra={"crawler": self.crawler})
+
+    async def _probe_then_route(self, request: Request, domain: str) -> None:
+        from scrapy.utils.defer import maybe_deferred_to_future
+
+        waiters = self._probes.get(domain)
+        if waiters is None:
+            self._probes[domain] = []
+            try:
+                await self._probe(request, domain)
+            finally:
+                for waiter in self._probes.pop(domain, []):
+                    if not waiter.called:
+                        waiter.callback(None)
+        else:
+            from twisted.internet import reactor
+
+            waiter: Deferred[None] = Deferred()
+            waiters.append(waiter)
+            self.stats.inc_value("domainstate/probe/waited")
+            waiter.addTimeout(self.config.probe_timeout, reactor, onTimeoutCancel=self._probe_wait_timeout)
+            await maybe_deferred_to_future(waiter)
+        decision, state, expires = self._decide(domain, self.clock())
+        if decision is Decision.PROBE:
+            # No verdict stamped (store failing, or the probe's record was lost): go on.
+            decision = Decision.FETCH_THEN_BROWSER
+        self._route(request, domain, decision, state, expires, bool(request.meta.get(META_FORCE)))
+
+    def _probe_wait_timeout(self, result: Any, timeout: float) -> None:
+        self.stats.inc_value("domainstate/probe/wait_timeout")
+
+    async def _probe(self, request: Request, domain: str) -> None:
+        probe = request.replace(
+            method="HEAD",
+            body=b"",
+            dont_filter=True,
+            callback=None,
+            errback=None,
+            meta={
+                META_PROBE: True,
+                "dont_retry": True,
+                "dont_redirect": True,
+                "handle_httpstatus_all": True,
+                "download_timeout": self.config.probe_timeout,
+            },
+        )
+        self.stats.inc_value("domainstate/decision/probe")
+        self.stats.inc_value("domainstate/method/head")
+        assert self.crawler.engine is not None
+        root = is_site_root(request.url)
+        try:
+            response = await self.crawler.engine.download_async(probe)
+        except IgnoreRequest:
+            return
+        except Exception as exc:
+            verdict = self.classifier.failure(exc)
+        else:
+            verdict = self.classifier.head(response.status, response.headers, response.url, root)
+        self.record(domain, Method.HEAD, verdict, request)
+
+    # ----------------------------------------------------------- outcomes
+
+    def _url_is_dead(self, request: Request, now: float) -> bool:
+        if not self.config.url_dead_ttl:
+            return False
+        try:
+            until = self.store.url_dead_until(self._fingerprint(request))
+        except Exception:
+            self._store_failed("read")
+            return False
+        return until is not None and until > now
+
+    def _fingerprint(self, request: Request) -> str:
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()
+
+    def record(
+        self, domain: str, method: Method, verdict: Verdict, request: Request | None = None
+    ) -> tuple[DomainStat, Transition | None] | None:
+        """Record one outcome; send the signals, count the stats, log a state change."""
+        entry = RecentEntry(self.clock(), method, verdict.outcome, verdict.status, verdict.error_class)
+        try:
+            stat, transition = self.store.record(domain, entry)
+        except Exception:
+            self._store_failed("write")
+            return None
+        stats = self.stats
+        stats.inc_value(f"domainstate/outcome/{verdict.outcome}")
+        spider = self.crawler.spider
+        self.crawler.signals.send_catch_log(
+            signals.outcome_recorded, domain=domain, entry=entry, stat=stat, request=request, spider=spider
+        )
+        if transition is not None:
+            stats.inc_value(f"domainstate/transition/{transition.old}/{transition.new}")
+            logger.info(
+                "Domain %s: %s -> %s (%s)",
+                domain,
+                transition.old,
+                transition.new,
+                transition.reason,
+                extra={"crawler": self.crawler},
+            )
+            self.crawler.signals.send_catch_log(
+                signals.state_changed, transition=transition, stat=stat, request=request, spider=spider
+            )
+        return stat, transition
+
+    def _useful(self, response: Response) -> Outcome | None:
+        """ok-contact / ok-empty from the outcome source; None: not evidence."""
+        if self._outcome_fn is not None:
+            result = self._outcome_fn(response)
+            if result is None:
+                return None
+            if isinstance(result, bool):
+                return Outcome.OK_CONTACT if result else Outcome.OK_EMPTY
+            return Outcome(result)
+        if not isinstance(response, TextResponse):
+            return None
+        found = has_contact(response.body, self.config.body_scan_bytes)
+        return Outcome.OK_CONTACT if found else Outcome.OK_EMPTY
+
+    def after_response(self, request: Request, response: Response) -> Request | Response:
+        """The middleware's ``process_response``."""
+        meta = request.meta
+        if meta.get(META_PROBE):
+            return response
+        out = meta.get(META_OUT)
+        if not out or out.get("method") in ("skip", None):
+            return response
+        if "cached" in response.flags:
+            out = dict(out, method="cache")
+            meta[META_OUT] = out
+            self.stats.inc_value("domainstate/method/cache")
+            return response
+        domain = out["domain"]
+        method = Method.TAB if self.is_browser(request) else Method.FETCH
+        verdict = self.classifier.response(
+            response.status,
+            response.headers,
+            response.body,
+            response.url,
+            is_site_root(response.url),
+        )
+        if verdict.outcome is not Outcome.ANTIBOT and response.url.startswith("https:"):
+            tls = self._certificate_verdict(response)
+            if tls is not None:
+                verdict = tls
+        if verdict.success and not verdict.browser_fixable:
+            if self.config.outcome == "items" and self._outcome_fn is None:
+                meta[META_PENDING] = (domain, method, verdict.status)
+                return response
+            try:
+                useful = self._useful(response)
+            except Exception:
+                logger.exception("DOMAINSTATE_OUTCOME callable failed for %s", response.url)
+                useful = None
+            if useful is None:
+                self.stats.inc_value("domainstate/not_evidence")
+                return response
+            verdict = Verdict(useful, verdict.status, verdict.error_class)
+        elif verdict.status in (404, 410) and verdict.outcome is Outcome.HTTP_ERROR and method is Method.FETCH:
+            self._mark_url_dead(request)
+        self.record(domain, method, verdict, request)
+        return self._maybe_reissue(request, verdict, method) or response
+
+    def after_exception(self, request: Request, exception: BaseException) -> Request | None:
+        """The middleware's ``process_exception``."""
+        meta = request.meta
+        out = meta.get(META_OUT)
+        if meta.get(META_PROBE) or not out or out.get("method") in ("skip", None):
+            return None
+        if isinstance(exception, IgnoreRequest):
+            return None
+        method = Method.TAB if self.is_browser(request) else Method.FETCH
+        verdict = self.classifier.failure(exception)
+        self.record(out["domain"], method, verdict, request)
+        return self._maybe_reissue(request, verdict, method)
+
+    def _maybe_reissue(self, request: Request, verdict: Verdict, method: Method) -> Request | None:
+        if method is not Method.FETCH or request.meta.get(META_REISSUE):
+            return None
+        if request.meta.get(META_DECISION) != Decision.FETCH_THEN_BROWSER.value:
+            return None
+        if not (verdict.outcome is Outcome.ANTIBOT or verdict.browser_fixable):
+            return None
+        self.stats.inc_value("domainstate/browser_reissue")
+        meta = dict(request.meta)
+        meta.update(self.config.browser_meta)
+        meta[META_REISSUE] = True
+        meta.pop(META_DECISION, None)
+        logger.debug("Re-issuing %s in the browser (%s)", request.url, verdict.outcome, extra={"crawler": self.crawler})
+        return request.replace(dont_filter=True, meta=meta)
+
+    def _mark_url_dead(self, request: Request) -> None:
+        if not self.config.url_dead_ttl:
+            return
+        try:
+            self.store.mark_url_dead(self._fingerprint(request), self.clock() + self.config.url_dead_ttl)
+        except Exception:
+            self._store_failed("write")
+            return
+        self.stats.inc_value("domainstate/url_dead/marked")
+
+    def _certificate_verdict(self, response: Response) -> Verdict | None:
+        host = host_of(response.url)
+        if host in self._cert_verdicts:
+            return self._cert_verdicts[host]
+        verdict = self.classifier.certificate(response.certificate, host, self.clock())
+        if len(self._cert_verdicts) > 10000:
+            self._cert_verdicts.clear()
+        self._cert_verdicts[host] = verdict
+        return verdict
+
+    def record_items(self, response: Response, n_items: int) -> None:
+        """The spider middleware's hook (``DOMAINSTATE_OUTCOME='items'``)."""
+        pending = response.meta.pop(META_PENDING, None)
+        if pending is None:
+            return
+        domain, method, status = pending
+        override = response.meta.get(META_OUTCOME)
+        if override is not None:
+            try:
+                outcome = Outcome(override)
+            except ValueError:
+                logger.warning("Ignoring unknown %s=%r on %s", META_OUTCOME, override, response.url)
+                outcome = Outcome.OK_CONTACT if n_items else Outcome.OK_EMPTY
+        else:
+            outcome = Outcome.OK_CONTACT if n_items else Outcome.OK_EMPTY
+        self.record(domain, method, Verdict(outcome, status), response.request)
+
+    # ------------------------------------------------------------ shell
+
+    def inspect(self, url: str) -> dict[str, Any]:
+        """The record and the decision for a URL (for ``scrapy shell`` and the command)."""
+        domain = self.key(url)
+        now = self.clock()
+        stat = self.store.current(domain, now)
+        decision = self.policy.decide(stat, now)
+        return {"domain": domain, "state": stat.state.value, "decision": decision.value, "record": stat}

@@ -1,0 +1,718 @@
+"""The default store: one LMDB environment on the local disk, shared by every process.
+
+Layout: one environment (a directory) with three named databases:
+
+``records``
+    domain key (UTF-8) -> :func:`~scrapy_domainstate.record.encode` d record.
+``lru``
+    8-byte big-endian ``last_seen`` in microseconds + domain key -> ``b""``. Keys
+    sort by ``last_seen``, so evicting the least recently seen domains is a cursor
+    walk from the first key, never a scan. Every write of a record rewrites its
+    index entry in the same transaction.
+``urls``
+    request fingerprint -> little-endian double: until when that URL is dead.
+
+Processes share the file through LMDB's own locking (one writer at a time,
+readers never blocked). A flush is one write transaction that re-applies the
+buffered entries to the records *as they are on disk at that moment*, so
+processes recording outcomes for the same domain at once lose nothing; commits
+are synced (one fsync per batch) and never leave a torn file when a process is
+killed. A full map is doubled (under an exclusive ``flock`` on
+``<path>/resize.lock``, so two processes never resize at once) and the batch
+retried; a map grown by another process is adopted (``set_mapsize(0)``).
+
+One environment per path per process: LMDB must not open the same files twice in
+one process (its POSIX locks belong to the process), so every :class:`LmdbStore`
+on a path shares one handle from a registry, reference counted. A handle is never
+used in a child after ``fork()``: the child opens its own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import lmdb
+
+from ..config import Config
+from ..policy import Decision, Policy, Transition
+from ..record import DomainStat, RecentEntry, RecordError, State, decode, decode_header, encode
+from .base import DomainStore, StoreError, apply_entries
+
+__all__ = ["LmdbStore"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_RECORDS = b"records"
+_LRU = b"lru"
+_URLS = b"urls"
+_LOCK_NAME = "resize.lock"
+
+_U64 = struct.Struct(">Q")
+_F64 = struct.Struct("<d")
+_U64_MAX = (1 << 64) - 1
+
+#: Keys and records read per read transaction when walking a database.
+CHUNK = 1000
+#: Map doublings allowed for one transaction (64 KiB -> 64 GiB is 20).
+MAX_GROWTHS = 24
+#: "Another process grew the map" / "reader table full" retries per transaction.
+MAX_RETRIES = 8
+#: LMDB's default maximum key size is 511 bytes; the LRU key adds 8.
+MAX_KEY = 500
+
+
+def _lru_key(last_seen: float, key: bytes) -> bytes:
+    us = last_seen * 1_000_000.0
+    if not us > 0.0:  # also NaN
+        n = 0
+    elif us >= _U64_MAX:
+        n = _U64_MAX
+    else:
+        n = int(us)
+    return _U64.pack(n) + key
+
+
+# ------------------------------------------------------------ env registry
+
+
+class _Shared:
+    """One open environment, shared by every store of this process on that path."""
+
+    __slots__ = ("env", "lock_path", "lru", "path", "pid", "readonly", "records", "refs", "urls")
+
+    def __init__(self, path: str, pid: int) -> None:
+        self.path = path
+        self.pid = pid
+        self.refs = 0
+        self.readonly = True
+        self.env: Any = None
+        self.records: Any = None
+        self.lru: Any = None
+        self.urls: Any = None
+        self.lock_path = os.path.join(path, _LOCK_NAME)
+
+
+class _Process:
+    """This process's id (kept current by an at-fork hook: no syscall on the hot path)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+
+    def after_fork_in_child(self) -> None:
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+
+
+_REGISTRY: dict[str, _Shared] = {}
+_PROC = _Process()
+os.register_at_fork(after_in_child=_PROC.after_fork_in_child)
+
+
+def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
+    path = shared.path
+    if not readonly:
+        os.makedirs(path, exist_ok=True)
+    elif not os.path.exists(os.path.join(path, "data.mdb")):
+        raise StoreError(f"no domainstate database at {path}")
+    try:
+        env = lmdb.open(
+            path,
+            map_size=map_size,
+            subdir=True,
+            readonly=readonly,
+            lock=True,
+            sync=True,
+            metasync=True,
+            writemap=False,
+            map_async=False,
+            max_dbs=4,
+            create=not readonly,
+        )
+    except lmdb.Error as exc:
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
+    try:
+        # Free the reader slots of processes that died (kill -9) holding one.
+        env.reader_check()
+        # Adopt a map grown by other processes, never shrink below the setting.
+        env.set_mapsize(0)
+        if not readonly and env.info()["map_size"] < map_size:
+            env.set_mapsize(map_size)
+        if readonly:
+            with env.begin() as txn:
+                dbs = [env.open_db(name, txn=txn, create=False) for name in (_RECORDS, _LRU, _URLS)]
+        else:
+            with env.begin(write=True) as txn:
+                dbs = [env.open_db(name, txn=txn, create=True) for name in (_RECORDS, _LRU, _URLS)]
+    except lmdb.NotFoundError as exc:
+        env.close()
+        raise StoreError(f"{path} is not a domainstate database (or it is still empty): {exc}") from exc
+    except lmdb.Error as exc:
+        env.close()
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
+    shared.env, shared.readonly = env, readonly
+    shared.records, shared.lru, shared.urls = dbs
+
+
+def _acquire(path: str, map_size: int, readonly: bool) -> _Shared:
+    with _PROC.lock:
+        shared = _REGISTRY.get(path)
+        if shared is not None and shared.pid != _PROC.pid:
+            # Inherited through fork(): its handle belongs to the parent. py-lmdb
+            # refuses to open files that are already open in this process (it
+            # cannot tell the inherited handle is the parent's), so the handle is
+            # released here, before this process opens its own. That is safe
+            # because no store keeps a transaction open between calls: the
+            # handle has no live transaction whose reader slot (the parent's)
+            # closing it could clear, and LMDB's close only clears slots of the
+            # calling pid. See _release_inherited.
+            _release_inherited(shared)
+            del _REGISTRY[path]
+            shared = None
+        if shared is None:
+            shared = _Shared(path, _PROC.pid)
+            _open_env(shared, map_size, readonly)
+            _REGISTRY[path] = shared
+        elif shared.env is None or (shared.readonly and not readonly):
+            # A writer joins readers: reopen read-write (no transaction is open
+            # between calls, and every store reads the handles from `shared`).
+            mode = readonly and shared.readonly
+            if shared.env is not None:
+                shared.env.close()
+                shared.env = None
+            _open_env(shared, map_size, mode)
+        shared.refs += 1
+        return shared
+
+
+def _release_inherited(shared: _Shared) -> None:
+    env, shared.env = shared.env, None
+    if env is None:
+        return
+    try:
+        env.close()
+    except lmdb.Error:  # pragma: no cover - nothing useful to do in the child
+        logger.debug("Closing the LMDB handle inherited from the parent failed", exc_info=True)
+
+
+def _release(shared: _Shared) -> None:
+    with _PROC.lock:
+        if shared.pid != _PROC.pid:
+            return
+        shared.refs -= 1
+        if shared.refs > 0:
+            return
+        if _REGISTRY.get(shared.path) is shared:
+            del _REGISTRY[shared.path]
+        env, shared.env = shared.env, None
+        if env is not None:
+            env.close()
+
+
+# ------------------------------------------------------------------ store
+
+
+class LmdbStore(DomainStore):
+    """Domain records in a local LMDB environment (the default store).
+
+    ``readonly=True`` opens the environment read-only (the ``domainstate``
+    command uses it while a crawl writes); writes then raise :class:`StoreError`.
+    """
+
+    name = "lmdb"
+
+    def __init__(self, config: Config | None = None, policy: Policy | None = None, *, readonly: bool = False) -> None:
+        super().__init__(config, policy)
+        self.readonly = readonly
+        self.path: str | None = None
+        self._shared: _Shared | None = None
+        #: URL dead marks not written yet (they ride with the next batch).
+        self._url_pending: dict[str, float] = {}
+        #: domain -> (raw bytes, LRU key) of the stored record this process's
+        #: view of the domain was computed from (see _write_batch).
+        self._base_raw: dict[str, tuple[bytes | None, bytes | None]] = {}
+        self._warned_key = False
+        self.map_growths = 0
+
+    # ------------------------------------------------------------ lifecycle
+
+    def _resolve_path(self, create: bool) -> str:
+        path = os.path.expanduser(self.config.lmdb_path)
+        if not os.path.isabs(path):
+            from scrapy.utils.project import data_path
+
+            path = data_path(path, createdir=create)
+        return os.path.realpath(path)
+
+    def open(self, readonly: bool | None = None) -> None:
+        """Open (or join) the environment. Idempotent."""
+        if readonly is not None and self._shared is None:
+            self.readonly = readonly
+        if self._shared is not None:
+            if self._shared.pid != _PROC.pid:
+                self._forget_parent()
+            elif self._shared.env is not None:
+                return
+            else:  # a failed reopen left it without a handle: start over
+                old, self._shared = self._shared, None
+                _release(old)
+        self.path = self._resolve_path(create=not self.readonly)
+        self._shared = _acquire(self.path, self.config.lmdb_map_size, self.readonly)
+
+    def close(self) -> None:
+        """Flush, then release this store's share of the environment."""
+        shared = self._shared
+        if shared is None:
+            return
+        try:
+            if shared.pid == _PROC.pid and not self.readonly:
+                self.flush()
+        finally:
+            self._shared = None
+            self._base_raw.clear()
+            _release(shared)
+
+    def describe(self) -> str:
+        return f"lmdb:{self.path or self.config.lmdb_path}"
+
+    def _forget_parent(self) -> None:
+        """After fork(): the buffers are the parent's (it flushes them), the handle too."""
+        if self._n_pending or self._url_pending:
+            logger.debug("Dropping %d outcomes buffered by the parent process before fork()", self._n_pending)
+        self._pending, self._view, self._n_pending = {}, {}, 0
+        self._url_pending.clear()
+        self._base_raw.clear()
+        self._shared = None
+
+    def _h(self) -> _Shared:
+        shared = self._shared
+        if shared is None or shared.pid != _PROC.pid or shared.env is None:
+            self.open()
+            shared = self._shared
+            assert shared is not None
+        return shared
+
+    # ------------------------------------------------------ transactions
+
+    def _read(self, fn: Callable[[Any, _Shared], T]) -> T:
+        """Run ``fn(txn, shared)`` in a short read transaction."""
+        shared = self._h()
+        for _ in range(MAX_RETRIES):
+            try:
+                with shared.env.begin() as txn:
+                    return fn(txn, shared)
+            except lmdb.MapResizedError:
+                shared.env.set_mapsize(0)
+            except lmdb.ReadersFullError:
+                shared.env.reader_check()
+            except lmdb.Error as exc:
+                raise StoreError(f"{self.describe()}: {exc}") from exc
+        raise StoreError(f"{self.describe()}: read failed after {MAX_RETRIES} retries")
+
+    def _write(self, fn: Callable[[Any, _Shared], T]) -> T:
+        """Run ``fn(txn, shared)`` in one write transaction, growing the map as needed.
+
+        ``fn`` may run more than once (after a full or resized map): it must not
+        change the store's state; its result is returned once committed.
+        """
+        shared = self._h()
+        if shared.readonly or self.readonly:
+            raise StoreError(f"{self.describe()} is open read-only")
+        growths = retries = 0
+        while True:
+            try:
+                with shared.env.begin(write=True) as txn:
+                    return fn(txn, shared)
+            except lmdb.MapFullError:
+                growths += 1
+                if growths > MAX_GROWTHS:
+                    raise StoreError(
+                        f"{self.describe()}: the map is still full after {MAX_GROWTHS} doublings"
+                    ) from None
+                self._grow(shared)
+            except (lmdb.MapResizedError, lmdb.ReadersFullError) as exc:
+                retries += 1
+                if retries > MAX_RETRIES:
+                    raise StoreError(f"{self.describe()}: {exc}") from exc
+                if isinstance(exc, lmdb.MapResizedError):
+                    shared.env.set_mapsize(0)
+                else:
+                    shared.env.reader_check()
+            except lmdb.Error as exc:
+                raise StoreError(f"{self.describe()}: {exc}") from exc
+
+    def _grow(self, shared: _Shared) -> None:
+        """Double the map, unless another process grew it meanwhile; one process at a time."""
+        env = shared.env
+        before = env.info()["map_size"]
+        fd = os.open(shared.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                env.set_mapsize(0)  # adopt what others committed
+                size = env.info()["map_size"]
+                if size <= before:
+                    size = before * 2
+                    env.set_mapsize(size)
+                    self.map_growths += 1
+                    logger.info("Grew the LMDB map of %s to %d MiB", shared.path, size >> 20)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    # ------------------------------------------------------------ corrupt
+
+    def _note_corrupt(self, domain: str, exc: RecordError) -> None:
+        # Same accounting as DomainStore._load: count every one, warn once.
+        self.corrupt_records += 1
+        if not self._warned_corrupt:
+            self._warned_corrupt = True
+            logger.warning(
+                "Corrupt domainstate record for %s in %s (%s): treating it as unknown",
+                domain,
+                self.describe(),
+                exc,
+            )
+
+    def _key(self, domain: str) -> bytes | None:
+        key = domain.encode("utf-8")
+        if len(key) > MAX_KEY or not key:
+            if not self._warned_key:
+                self._warned_key = True
+                logger.warning("Domain key too long for LMDB, not stored: %r", domain[:80])
+            return None
+        return key
+
+    # ------------------------------------------------------------ reading
+
+    def _load_raw(self, domain: str) -> DomainStat | None:
+        key = self._key(domain)
+        if key is None:
+            return None
+        raw = self._read(lambda txn, sh: txn.get(key, db=sh.records))
+        base = self._base_raw
+        if len(base) > len(self._view) + 256:
+            self._base_raw = base = {d: v for d, v in base.items() if d in self._view}
+        if raw is None:
+            base[domain] = (None, None)
+            return None
+        base[domain] = (raw, None)
+        stat = decode(raw)  # RecordError: DomainStore._load counts and warns
+        base[domain] = (raw, _lru_key(stat.last_seen, key))
+        return stat
+
+    def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
+        """The decision from the record's header only (no full decode).
+
+        Same answer as :meth:`DomainStore.decide`; falls back to it when this
+        process has pending outcomes for the domain, when the state has expired
+        (the expiry chain needs the whole record) or when the header is corrupt.
+        A record whose header is intact but whose tail is damaged is decided from
+        its header here; the damage is reported when it is next fully read.
+        """
+        shared = self._shared
+        if shared is None or shared.pid != _PROC.pid or shared.env is None:
+            shared = self._h()
+        if domain in self._view:
+            return super().decide(domain, now)
+        key = domain.encode("utf-8")
+        header = None
+        try:
+            with shared.env.begin(db=shared.records, buffers=True) as txn:
+                raw = txn.get(key)
+                if raw is not None:
+                    header = decode_header(raw)
+        except RecordError:
+            return super().decide(domain, now)
+        except lmdb.BadValsizeError:
+            header = None
+        except lmdb.Error:
+            return self._decide_slow(domain, now)
+        policy = self.policy
+        if header is None:
+            return policy.decide(None, now), State.UNKNOWN, policy._expiry(State.UNKNOWN, now)
+        state, expires, changed_at, probed_at = header
+        if expires is not None and now >= expires:
+            return super().decide(domain, now)
+        return policy.decide_state(state, probed_at, changed_at), state, expires
+
+    def _decide_slow(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
+        # Map resized by another process, reader table full...: _read handles them.
+        key = domain.encode("utf-8")
+        raw = self._read(lambda txn, sh: txn.get(key, db=sh.records))
+        if raw is None:
+            return self.policy.decide(None, now), State.UNKNOWN, self.policy._expiry(State.UNKNOWN, now)
+        return super().decide(domain, now)
+
+    def count(self) -> int:
+        return self._read(lambda txn, sh: txn.stat(sh.records)["entries"])
+
+    def _scan(self, db_attr: str, start: bytes | None = None) -> Iterator[list[tuple[bytes, bytes]]]:
+        """Chunks of ``(key, value)``, CHUNK per short read transaction."""
+        last = start
+
+        def chunk(txn: Any, sh: _Shared) -> list[tuple[bytes, bytes]]:
+            cur = txn.cursor(db=getattr(sh, db_attr))
+            if last is None:
+                ok = cur.first()
+            else:
+                ok = cur.set_range(last)
+                if ok and cur.key() == last:
+                    ok = cur.next()
+            out = []
+            while ok and len(out) < CHUNK:
+                out.append(cur.item())
+                ok = cur.next()
+            return out
+
+        while True:
+            items = self._read(chunk)
+            if not items:
+                return
+            yield items
+            if len(items) < CHUNK:
+                return
+            last = items[-1][0]
+
+    def iter_records(self) -> Iterator[DomainStat]:
+        for items in self._scan("records"):
+            for key, raw in items:
+                try:
+                    yield decode(raw)
+                except RecordError as exc:
+                    self._note_corrupt(key.decode("utf-8", "replace"), exc)
+
+    def url_dead_until(self, fingerprint: str) -> float | None:
+        pending = self._url_pending.get(fingerprint)
+        if pending is not None:
+            return pending
+        key = fingerprint.encode("utf-8")
+        if len(key) > MAX_KEY or not key:
+            return None
+        raw = self._read(lambda txn, sh: txn.get(key, db=sh.urls))
+        if raw is None or len(raw) != _F64.size:
+            return None
+        return _F64.unpack(raw)[0]
+
+    # ------------------------------------------------------------ writing
+
+    def record(self, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
+        if self._shared is not None and self._shared.pid != _PROC.pid:
+            self._forget_parent()
+        return super().record(domain, entry)
+
+    def mark_url_dead(self, fingerprint: str, until: float) -> None:
+        """Buffered: written with the next batch (or at close)."""
+        self._url_pending[fingerprint] = until
+        if len(self._url_pending) >= self.config.flush_size:
+            self.flush()
+
+    def flush(self) -> int:
+        if self._shared is not None and self._shared.pid != _PROC.pid:
+            self._forget_parent()
+        if self._url_pending and not self._pending:
+            urls = dict(self._url_pending)
+            self._write(lambda txn, sh: self._put_urls(txn, sh, urls))
+            self._forget_written_urls(urls)
+            return 0
+        return super().flush()
+
+    def _forget_written_urls(self, urls: dict[str, float]) -> None:
+        for fp, until in urls.items():
+            if self._url_pending.get(fp) == until:
+                del self._url_pending[fp]
+
+    @staticmethod
+    def _put_urls(txn: Any, sh: _Shared, urls: dict[str, float]) -> None:
+        for fp, until in urls.items():
+            key = fp.encode("utf-8")
+            if key and len(key) <= MAX_KEY:
+                txn.put(key, _F64.pack(until), db=sh.urls)
+
+    def _write_batch(self, batch: dict[str, list[RecentEntry]]) -> dict[str, DomainStat]:
+        policy = self.policy
+        view = self._view
+        base_raw = self._base_raw
+        urls = dict(self._url_pending)
+        keys = {domain: self._key(domain) for domain in batch}
+        corrupt: list[tuple[str, RecordError]] = []
+
+        def work(txn: Any, sh: _Shared) -> tuple[dict[str, DomainStat], int]:
+            corrupt.clear()
+            records, lru = sh.records, sh.lru
+            out: dict[str, DomainStat] = {}
+            for domain, entries in batch.items():
+                key = keys[domain]
+                if key is None:
+                    continue
+                raw = txn.get(key, db=records)
+                known = base_raw.get(domain)
+                if known is not None and known[0] == raw and domain in view and (raw is None or known[1]):
+                    # Nobody wrote this record since this process read it: the
+                    # entries re-applied to it give exactly this process's view.
+                    new, old_lru = view[domain], known[1]
+                else:
+                    old: DomainStat | None = None
+                    old_lru = None
+                    if raw is not None:
+                        try:
+                            old = decode(raw)
+                            old_lru = _lru_key(old.last_seen, key)
+                        except RecordError as exc:
+                            corrupt.append((domain, exc))
+                    new = apply_entries(policy, old, domain, entries)
+                txn.put(key, encode(new), db=records)
+                new_lru = _lru_key(new.last_seen, key)
+                if old_lru != new_lru:
+                    if old_lru is not None:
+                        txn.delete(old_lru, db=lru)
+                    txn.put(new_lru, b"", db=lru)
+                out[domain] = new
+            evicted = self._evict(txn, sh)
+            self._put_urls(txn, sh, urls)
+            return out, evicted
+
+        out, evicted = self._write(work)
+        self.evicted += evicted
+        for domain, exc in corrupt:
+            self._note_corrupt(domain, exc)
+        for domain in batch:
+            base_raw.pop(domain, None)
+        self._forget_written_urls(urls)
+        return out
+
+    def _evict(self, txn: Any, sh: _Shared) -> int:
+        """Drop the least recently seen records while there are too many."""
+        n = txn.stat(sh.records)["entries"]
+        extra = n - self.config.max_domains
+        if extra <= 0:
+            return 0
+        evicted = 0
+        cur = txn.cursor(db=sh.lru)
+        while extra > 0 and cur.first():
+            lru_key = cur.key()
+            key = lru_key[8:]
+            cur.delete()
+            raw = txn.get(key, db=sh.records)
+            if raw is None:
+                continue  # a stale index entry
+            try:
+                current = _lru_key(decode(raw).last_seen, key)
+            except RecordError:
+                current = lru_key  # garbage: evict it
+            if current != lru_key:
+                continue  # stale: the record was rewritten (its own entry is later)
+            txn.delete(key, db=sh.records)
+            extra -= 1
+            evicted += 1
+        return evicted
+
+    def _put(self, stat: DomainStat) -> None:
+        key = self._key(stat.domain)
+        if key is None:
+            return
+
+        def work(txn: Any, sh: _Shared) -> int:
+            old_lru = self._stored_lru_key(txn, sh, key)
+            txn.put(key, encode(stat), db=sh.records)
+            new_lru = _lru_key(stat.last_seen, key)
+            if old_lru is not None and old_lru != new_lru:
+                txn.delete(old_lru, db=sh.lru)
+            txn.put(new_lru, b"", db=sh.lru)
+            return self._evict(txn, sh)
+
+        self.evicted += self._write(work)
+        self._base_raw.pop(stat.domain, None)
+
+    @staticmethod
+    def _stored_lru_key(txn: Any, sh: _Shared, key: bytes) -> bytes | None:
+        raw = txn.get(key, db=sh.records)
+        if raw is None:
+            return None
+        try:
+            return _lru_key(decode(raw).last_seen, key)
+        except RecordError:
+            return None
+
+    def _delete(self, domain: str) -> bool:
+        key = self._key(domain)
+        if key is None:
+            return False
+
+        def work(txn: Any, sh: _Shared) -> bool:
+            old_lru = self._stored_lru_key(txn, sh, key)
+            if old_lru is not None:
+                txn.delete(old_lru, db=sh.lru)
+            return bool(txn.delete(key, db=sh.records))
+
+        self._base_raw.pop(domain, None)
+        return self._write(work)
+
+    def _clear(self) -> int:
+        def work(txn: Any, sh: _Shared) -> int:
+            n = txn.stat(sh.records)["entries"]
+            for db in (sh.records, sh.lru, sh.urls):
+                txn.drop(db, delete=False)
+            return n
+
+        self._url_pending.clear()
+        self._base_raw.clear()
+        return self._write(work)
+
+    # -------------------------------------------------------- maintenance
+
+    def sweep(self, now: float) -> int:
+        """Drop expired records (in batches of CHUNK per transaction) and expired URL marks."""
+        self.flush()
+        removed = 0
+        for items in self._scan("records"):
+            candidates = []
+            for key, raw in items:
+                try:
+                    _, expires, _, _ = decode_header(raw)
+                except RecordError:
+                    continue
+                if expires is not None and now >= expires:
+                    candidates.append(key)
+            if candidates:
+                removed += self._write(lambda txn, sh, keys=candidates: self._drop_expired(txn, sh, keys, now))
+        for items in self._scan("urls"):
+            dead = [k for k, v in items if len(v) != _F64.size or _F64.unpack(v)[0] <= now]
+            if dead:
+                self._write(lambda txn, sh, keys=dead: [txn.delete(k, db=sh.urls) for k in keys])
+        return removed
+
+    def _drop_expired(self, txn: Any, sh: _Shared, keys: list[bytes], now: float) -> int:
+        n = 0
+        for key in keys:
+            raw = txn.get(key, db=sh.records)
+            if raw is None:
+                continue
+            try:
+                stat = decode(raw)
+            except RecordError:
+                continue
+            if self.policy.is_expired(stat, now):  # re-checked: another process may have written it
+                txn.delete(key, db=sh.records)
+                txn.delete(_lru_key(stat.last_seen, key), db=sh.lru)
+                n += 1
+        return n
+
+    # ------------------------------------------------------- diagnostics
+
+    def lru_count(self) -> int:
+        """Entries in the LRU index (equals :meth:`count` unless records were damaged)."""
+        return self._read(lambda txn, sh: txn.stat(sh.lru)["entries"])
+
+    def map_size(self) -> int:
+        """The current map size in bytes."""
+        return int(self._h().env.info()["map_size"])

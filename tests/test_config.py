@@ -1,0 +1,440 @@
+"""``Config.from_settings``: one source of defaults, every setting overridable, bad values named.
+
+Values arrive as Python objects from ``settings.py``/``custom_settings`` and as
+strings from ``scrapy crawl -s NAME=VALUE`` (dicts as JSON); both are accepted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from scrapy.settings import BaseSettings, Settings
+
+from scrapy_domainstate.config import DEFAULT_TTL, SETTINGS, Config, ConfigError
+from scrapy_domainstate.record import State
+
+DAY = 86400.0
+PREFIX = "DOMAINSTATE_"
+BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def field_of(name: str) -> str:
+    return name[len(PREFIX) :].lower()
+
+
+def useful_outcome(response, request=None):  # a user's outcome callable, by object
+    return True
+
+
+class MyStore:  # a user's store class, by object
+    pass
+
+
+# ---------------------------------------------------------------- defaults
+
+
+def test_settings_table_matches_config_fields():
+    names = [s.name for s in SETTINGS]
+    assert len(names) == len(set(names))
+    assert all(n.startswith(PREFIX) for n in names)
+    assert {field_of(n) for n in names} == {f.name for f in dataclasses.fields(Config)}
+
+
+def test_every_setting_is_documented_with_a_type():
+    for s in SETTINGS:
+        assert s.type in {"bool", "int", "float", "str", "dict"}, s.name
+        assert s.doc.strip(), s.name
+
+
+@pytest.mark.parametrize("settings", [None, {}, Settings(), BaseSettings()], ids=["none", "dict", "Settings", "Base"])
+def test_defaults_equal_the_settings_table(settings):
+    config = Config.from_settings(settings)
+    for s in SETTINGS:
+        value = getattr(config, field_of(s.name))
+        if s.name == "DOMAINSTATE_TTL":
+            assert dict(value) == DEFAULT_TTL
+        elif s.name == "DOMAINSTATE_CHALLENGE_MARKERS":
+            assert dict(value) == s.default
+        else:
+            assert value == s.default, s.name
+    assert config == Config()
+
+
+def test_default_values_are_the_spec():
+    config = Config.from_settings({})
+    assert config.enabled is True
+    assert config.head_probe is True
+    assert config.per_hostname is False
+    assert (config.dead_threshold, config.antibot_hard_threshold, config.cold_threshold) == (2, 3, 5)
+    assert (config.friendly_window, config.friendly_ratio, config.friendly_min_fetches) == (10, 0.7, 5)
+    assert config.friendly_demote == 5
+    assert config.recent_size == 20
+    assert config.url_dead_ttl == 30 * DAY
+    assert dict(config.browser_meta) == {"playwright": True}
+    assert config.outcome == "contacts"
+    assert dict(config.ttl) == {
+        State.UNKNOWN: 7 * DAY,
+        State.DEAD: 30 * DAY,
+        State.ANTIBOT_SOFT: 7 * DAY,
+        State.ANTIBOT_HARD: 90 * DAY,
+        State.FRIENDLY: None,
+        State.COLD: 90 * DAY,
+    }
+
+
+def test_defaults_are_not_shared_between_configs():
+    a = Config.from_settings({})
+    b = Config.from_settings({})
+    assert a.ttl is not b.ttl
+    assert a.browser_meta is not b.browser_meta
+    assert BY_NAME["DOMAINSTATE_BROWSER_META"].default == {"playwright": True}
+
+
+def test_config_is_frozen():
+    config = Config.from_settings({})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.dead_threshold = 3  # type: ignore[misc]
+
+
+def test_config_error_is_a_value_error():
+    assert issubclass(ConfigError, ValueError)
+
+
+# ---------------------------------------------------------------- valid overrides
+
+TTL_MERGED = {**DEFAULT_TTL, State.DEAD: 60.0}
+
+VALID = {
+    "DOMAINSTATE_ENABLED": [
+        (False, False),
+        ("false", False),
+        ("False", False),
+        ("0", False),
+        (0, False),
+        ("no", False),
+    ],
+    "DOMAINSTATE_STORE": [
+        ("scrapy_domainstate.store.memory.MemoryStore", "scrapy_domainstate.store.memory.MemoryStore"),
+        (MyStore, f"{__name__}.MyStore"),
+    ],
+    "DOMAINSTATE_LMDB_PATH": [("/var/lib/crawl/state", "/var/lib/crawl/state"), ("state", "state")],
+    "DOMAINSTATE_LMDB_MAP_SIZE": [("1048576", 1048576), (1 << 20, 1 << 20), (65536, 65536)],
+    "DOMAINSTATE_REDIS_URL": [("redis://localhost:6379/1", "redis://localhost:6379/1")],
+    "DOMAINSTATE_REDIS_PREFIX": [("crawl:", "crawl:")],
+    "DOMAINSTATE_TTL": [
+        ({"dead": 60}, TTL_MERGED),
+        ('{"dead": 60}', TTL_MERGED),
+        ({State.DEAD: "60"}, TTL_MERGED),
+        ({"DEAD": 60.0}, TTL_MERGED),
+        ({"friendly": 3600, "cold": None}, {**DEFAULT_TTL, State.FRIENDLY: 3600.0, State.COLD: None}),
+        ('{"antibot-hard": null}', {**DEFAULT_TTL, State.ANTIBOT_HARD: None}),
+        ({}, DEFAULT_TTL),
+    ],
+    "DOMAINSTATE_DEAD_THRESHOLD": [("3", 3), (1, 1), (20, 20), (4.0, 4)],
+    "DOMAINSTATE_ANTIBOT_HARD_THRESHOLD": [("5", 5), (1, 1)],
+    "DOMAINSTATE_COLD_THRESHOLD": [("10", 10), (20, 20)],
+    "DOMAINSTATE_FRIENDLY_WINDOW": [("20", 20), (5, 5)],
+    "DOMAINSTATE_FRIENDLY_RATIO": [("0.5", 0.5), (1, 1.0), (0, 0.0), ("1.0", 1.0)],
+    "DOMAINSTATE_FRIENDLY_MIN_FETCHES": [("8", 8), (10, 10)],
+    "DOMAINSTATE_FRIENDLY_DEMOTE": [("3", 3)],
+    "DOMAINSTATE_RECENT_SIZE": [("30", 30), (255, 255), (10, 10)],
+    "DOMAINSTATE_URL_DEAD_TTL": [("3600", 3600.0), (0, 0.0)],
+    "DOMAINSTATE_MAX_DOMAINS": [("1000", 1000), (1, 1)],
+    "DOMAINSTATE_HEAD_PROBE": [("false", False), (False, False), ("off", False)],
+    "DOMAINSTATE_BROWSER_META": [
+        ({"impersonate": "chrome"}, {"impersonate": "chrome"}),
+        (
+            '{"playwright": true, "playwright_include_page": false}',
+            {"playwright": True, "playwright_include_page": False},
+        ),
+    ],
+    "DOMAINSTATE_PER_HOSTNAME": [("true", True), (True, True), ("1", True), ("yes", True)],
+    "DOMAINSTATE_OUTCOME": [
+        ("items", "items"),
+        ("contacts", "contacts"),
+        ("myproject.outcomes.useful", "myproject.outcomes.useful"),
+        (useful_outcome, f"{__name__}.useful_outcome"),
+    ],
+    "DOMAINSTATE_CHALLENGE_MARKERS": [
+        ({"acme": ["Checking your browser", "acme-shield"]}, {"acme": ("Checking your browser", "acme-shield")}),
+        ('{"acme": "acme-shield"}', {"acme": ("acme-shield",)}),
+    ],
+    "DOMAINSTATE_BODY_SCAN_BYTES": [("4096", 4096), (256, 256)],
+    "DOMAINSTATE_FLUSH_INTERVAL": [("0.5", 0.5), (0, 0.0)],
+    "DOMAINSTATE_FLUSH_SIZE": [("10", 10), (1, 1)],
+    "DOMAINSTATE_PROBE_TIMEOUT": [("3", 3.0), (0.5, 0.5)],
+    "DOMAINSTATE_REMOTE_URL": [("https://state.example.org/", "https://state.example.org/")],
+    "DOMAINSTATE_REMOTE_TOKEN": [("s3cret", "s3cret")],
+    "DOMAINSTATE_REMOTE_TIMEOUT": [("0.25", 0.25), (5, 5.0)],
+    "DOMAINSTATE_REMOTE_CONSENSUS": [("0.9", 0.9), (1, 1.0)],
+    "DOMAINSTATE_REMOTE_MIN_REPORTERS": [("5", 5), (1, 1)],
+    "DOMAINSTATE_STATS_PER_DOMAIN": [("true", True), (True, True)],
+}
+
+VALID_CASES = [(name, value, expected) for name, cases in VALID.items() for value, expected in cases]
+
+
+def test_valid_cases_cover_every_setting():
+    assert set(VALID) == set(BY_NAME)
+
+
+def _normalise(value):
+    if isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), VALID_CASES, ids=[f"{c[0]}={c[1]!r}" for c in VALID_CASES])
+def test_every_setting_accepts_a_valid_override(name, value, expected):
+    config = Config.from_settings({name: value})
+    got = getattr(config, field_of(name))
+    assert _normalise(got) == expected
+    assert type(got) is type(expected) or isinstance(expected, dict)
+    # the others keep their defaults
+    default = Config.from_settings({})
+    for f in dataclasses.fields(Config):
+        if f.name != field_of(name):
+            assert getattr(config, f.name) == getattr(default, f.name), f.name
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), VALID_CASES, ids=[f"{c[0]}={c[1]!r}" for c in VALID_CASES])
+def test_every_setting_accepts_a_valid_override_through_scrapy_settings(name, value, expected):
+    settings = Settings()
+    settings.set(name, value, priority="cmdline")
+    assert _normalise(getattr(Config.from_settings(settings), field_of(name))) == expected
+
+
+def test_none_means_default():
+    config = Config.from_settings({name: None for name in BY_NAME})
+    assert config == Config.from_settings({})
+
+
+def test_redis_url_falls_back_to_redis_url():
+    assert Config.from_settings({"REDIS_URL": "redis://h:6379/0"}).redis_url == "redis://h:6379/0"
+    both = {"REDIS_URL": "redis://h:6379/0", "DOMAINSTATE_REDIS_URL": "redis://mine:6379/2"}
+    assert Config.from_settings(both).redis_url == "redis://mine:6379/2"
+
+
+def test_small_recent_size_with_thresholds_lowered():
+    config = Config.from_settings(
+        {
+            "DOMAINSTATE_RECENT_SIZE": "4",
+            "DOMAINSTATE_FRIENDLY_WINDOW": "4",
+            "DOMAINSTATE_FRIENDLY_MIN_FETCHES": "3",
+            "DOMAINSTATE_FRIENDLY_DEMOTE": "4",
+            "DOMAINSTATE_COLD_THRESHOLD": "4",
+        }
+    )
+    assert (config.recent_size, config.friendly_window, config.cold_threshold) == (4, 4, 4)
+
+
+def test_ttl_input_is_not_mutated():
+    ttl = {"dead": 60}
+    Config.from_settings({"DOMAINSTATE_TTL": ttl})
+    assert ttl == {"dead": 60}
+
+
+# ---------------------------------------------------------------- bad values
+
+BAD = {
+    "DOMAINSTATE_ENABLED": ["maybe", 2, 1.5, [], "truee"],
+    "DOMAINSTATE_STORE": ["", "LmdbStore", 5, ["a.b"]],
+    "DOMAINSTATE_LMDB_PATH": ["", 5, ["state"]],
+    "DOMAINSTATE_LMDB_MAP_SIZE": [0, -1, 100, "big", 1.5, True],
+    "DOMAINSTATE_REDIS_URL": ["", "   ", 5],
+    "DOMAINSTATE_TTL": [
+        {"zombie": 60},
+        {"antibot_soft": 60},
+        {"dead": -1},
+        {"dead": 0},
+        {"dead": "soon"},
+        {"dead": True},
+        {"dead": float("nan")},
+        {"dead": [60]},
+        '{"dead": -5}',
+        "dead=60",
+        "[1, 2]",
+        5,
+        ["dead", 60],
+    ],
+    "DOMAINSTATE_DEAD_THRESHOLD": [0, -1, -2, 21, "two", 2.5, True, "2.5", []],
+    "DOMAINSTATE_ANTIBOT_HARD_THRESHOLD": [0, -3, 21, "x"],
+    "DOMAINSTATE_COLD_THRESHOLD": [0, -5, 21, 100],
+    "DOMAINSTATE_FRIENDLY_WINDOW": [0, -10, 21],
+    "DOMAINSTATE_FRIENDLY_RATIO": [1.5, "1.01", -0.1, "most", float("nan"), True],
+    "DOMAINSTATE_FRIENDLY_MIN_FETCHES": [0, -5, 21, 11],
+    "DOMAINSTATE_FRIENDLY_DEMOTE": [0, -5, 21],
+    "DOMAINSTATE_RECENT_SIZE": [0, -1, 256, "many", 1.5],
+    "DOMAINSTATE_URL_DEAD_TTL": [-1, "a month"],
+    "DOMAINSTATE_MAX_DOMAINS": [0, -1, "lots"],
+    "DOMAINSTATE_HEAD_PROBE": ["sometimes", 3],
+    "DOMAINSTATE_BROWSER_META": [{}, "{}", [], "[1]", "playwright", 5, ("playwright", True)],
+    "DOMAINSTATE_PER_HOSTNAME": ["perhaps"],
+    "DOMAINSTATE_OUTCOME": ["", "contact", "everything", 5, ["items"]],
+    "DOMAINSTATE_CHALLENGE_MARKERS": [{"acme": 5}, {"acme": [""]}, {"acme": [1]}, "[]", 5, "not json"],
+    "DOMAINSTATE_BODY_SCAN_BYTES": [0, 100, -1],
+    "DOMAINSTATE_FLUSH_INTERVAL": [-1, "often"],
+    "DOMAINSTATE_FLUSH_SIZE": [0, -1],
+    "DOMAINSTATE_PROBE_TIMEOUT": [0, -1],
+    "DOMAINSTATE_REMOTE_URL": ["", 5],
+    "DOMAINSTATE_REMOTE_TOKEN": ["", 5],
+    "DOMAINSTATE_REMOTE_TIMEOUT": [0, -2],
+    "DOMAINSTATE_REMOTE_CONSENSUS": [1.5, -0.1],
+    "DOMAINSTATE_REMOTE_MIN_REPORTERS": [0, -1],
+    "DOMAINSTATE_STATS_PER_DOMAIN": ["x"],
+}
+
+BAD_CASES = [(name, value) for name, values in BAD.items() for value in values]
+
+
+@pytest.mark.parametrize(("name", "value"), BAD_CASES, ids=[f"{n}={v!r}" for n, v in BAD_CASES])
+def test_bad_value_raises_config_error_naming_the_setting(name, value):
+    with pytest.raises(ConfigError) as excinfo:
+        Config.from_settings({name: value})
+    assert name in str(excinfo.value)
+
+
+#: Written as text, these become valid strings (a path named "5", a token "5").
+_FINE_AS_TEXT = {
+    ("DOMAINSTATE_STORE", '["a.b"]'),
+    ("DOMAINSTATE_LMDB_PATH", "5"),
+    ("DOMAINSTATE_LMDB_PATH", '["state"]'),
+    ("DOMAINSTATE_REDIS_URL", "5"),
+    ("DOMAINSTATE_REMOTE_URL", "5"),
+    ("DOMAINSTATE_REMOTE_TOKEN", "5"),
+}
+CLI_CASES = [
+    (name, text)
+    for name, value in BAD_CASES
+    for text in [value if isinstance(value, str) else json.dumps(value)]
+    if (name, text) not in _FINE_AS_TEXT
+]
+
+
+@pytest.mark.parametrize(("name", "text"), CLI_CASES, ids=[f"{n}={t}" for n, t in CLI_CASES])
+def test_bad_value_from_the_command_line_names_the_setting(name, text):
+    settings = Settings()
+    settings.set(name, text, priority="cmdline")  # scrapy crawl -s NAME=TEXT
+    with pytest.raises(ConfigError) as excinfo:
+        Config.from_settings(settings)
+    assert name in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DOMAINSTATE_DEAD_THRESHOLD", 6),
+        ("DOMAINSTATE_ANTIBOT_HARD_THRESHOLD", 6),
+        ("DOMAINSTATE_COLD_THRESHOLD", 6),
+        ("DOMAINSTATE_FRIENDLY_MIN_FETCHES", 6),
+        ("DOMAINSTATE_FRIENDLY_DEMOTE", 6),
+    ],
+)
+def test_threshold_above_a_custom_recent_size(name, value):
+    base = {"DOMAINSTATE_RECENT_SIZE": "5", "DOMAINSTATE_FRIENDLY_WINDOW": 5, "DOMAINSTATE_COLD_THRESHOLD": 5}
+    Config.from_settings(base)
+    with pytest.raises(ConfigError) as excinfo:
+        Config.from_settings({**base, name: value})
+    assert name in str(excinfo.value)
+    assert "DOMAINSTATE_RECENT_SIZE" in str(excinfo.value)
+
+
+def test_recent_size_below_a_default_threshold_names_the_threshold():
+    with pytest.raises(ConfigError, match="DOMAINSTATE_FRIENDLY_WINDOW"):
+        Config.from_settings({"DOMAINSTATE_RECENT_SIZE": 5})
+
+
+def test_unknown_ttl_state_lists_the_valid_ones():
+    with pytest.raises(ConfigError) as excinfo:
+        Config.from_settings({"DOMAINSTATE_TTL": {"zombie": 60}})
+    message = str(excinfo.value)
+    assert "zombie" in message
+    for state in State:
+        assert state.value in message
+
+
+# ---------------------------------------------------------------- real Scrapy settings
+
+
+def test_scrapy_settings_with_priorities():
+    settings = Settings()
+    settings.set("DOMAINSTATE_COLD_THRESHOLD", 7, priority="project")
+    settings.set("DOMAINSTATE_COLD_THRESHOLD", 9, priority="default")  # lower: ignored
+    settings.set("DOMAINSTATE_TTL", {"dead": 60}, priority="project")
+    settings.set("DOMAINSTATE_HEAD_PROBE", True, priority="addon")
+    settings.set("DOMAINSTATE_HEAD_PROBE", False, priority="project")  # a user beats the add-on
+    config = Config.from_settings(settings)
+    assert config.cold_threshold == 7
+    assert config.ttl[State.DEAD] == 60
+    assert config.head_probe is False
+
+
+def test_per_spider_custom_settings_override_the_project():
+    settings = Settings()
+    settings.setdict({"DOMAINSTATE_DEAD_THRESHOLD": 3, "DOMAINSTATE_TTL": {"dead": 60}}, priority="project")
+    settings.setdict({"DOMAINSTATE_TTL": {"cold": 3600}}, priority="spider")  # custom_settings
+    config = Config.from_settings(settings)
+    assert config.dead_threshold == 3
+    # a whole-dict override of the project's dict, merged with the defaults (not with the project's)
+    assert config.ttl[State.COLD] == 3600
+    assert config.ttl[State.DEAD] == DEFAULT_TTL[State.DEAD]
+
+
+def test_command_line_strings_and_json_dicts():
+    settings = Settings()
+    settings.setdict({"DOMAINSTATE_BROWSER_META": {"playwright": True}}, priority="project")
+    settings.setdict(
+        {
+            # as `scrapy crawl -s NAME=VALUE` gives them: all strings
+            "DOMAINSTATE_ENABLED": "True",
+            "DOMAINSTATE_HEAD_PROBE": "False",
+            "DOMAINSTATE_COLD_THRESHOLD": "7",
+            "DOMAINSTATE_FRIENDLY_RATIO": "0.8",
+            "DOMAINSTATE_TTL": '{"dead": 3600, "friendly": 86400}',
+            "DOMAINSTATE_BROWSER_META": '{"impersonate": "chrome124"}',
+            "DOMAINSTATE_CHALLENGE_MARKERS": '{"acme": ["acme-shield"]}',
+            "DOMAINSTATE_LMDB_PATH": "/tmp/state",
+            "DOMAINSTATE_STORE": "scrapy_domainstate.store.memory.MemoryStore",
+        },
+        priority="cmdline",
+    )
+    config = Config.from_settings(settings)
+    assert config.enabled is True
+    assert config.head_probe is False
+    assert config.cold_threshold == 7
+    assert config.friendly_ratio == 0.8
+    assert config.ttl == {**DEFAULT_TTL, State.DEAD: 3600.0, State.FRIENDLY: 86400.0}
+    assert dict(config.browser_meta) == {"impersonate": "chrome124"}
+    assert dict(config.challenge_markers) == {"acme": ("acme-shield",)}
+    assert config.lmdb_path == "/tmp/state"
+    assert config.store == "scrapy_domainstate.store.memory.MemoryStore"
+
+
+def test_dicts_held_as_base_settings():
+    settings = BaseSettings(
+        {
+            "DOMAINSTATE_BROWSER_META": BaseSettings({"playwright": True, "playwright_context": "ds"}),
+            "DOMAINSTATE_TTL": BaseSettings({"dead": 120}),
+        }
+    )
+    config = Config.from_settings(settings)
+    assert dict(config.browser_meta) == {"playwright": True, "playwright_context": "ds"}
+    assert config.ttl[State.DEAD] == 120
+
+
+def test_bad_value_in_scrapy_settings_fails_naming_it():
+    settings = Settings()
+    settings.set("DOMAINSTATE_FRIENDLY_RATIO", "1.5", priority="cmdline")
+    with pytest.raises(ConfigError, match="DOMAINSTATE_FRIENDLY_RATIO"):
+        Config.from_settings(settings)
+    settings = Settings({"DOMAINSTATE_BROWSER_META": "{}"})
+    with pytest.raises(ConfigError, match="DOMAINSTATE_BROWSER_META"):
+        Config.from_settings(settings)
+
+
+def test_frozen_settings_are_read():
+    settings = Settings({"DOMAINSTATE_MAX_DOMAINS": "42"})
+    settings.freeze()
+    assert Config.from_settings(settings).max_domains == 42
