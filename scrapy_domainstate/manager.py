@@ -47,6 +47,8 @@ META_DECISION = "_domainstate_decision"
 META_PENDING = "_domainstate_pending"
 
 _ATTR = "_domainstate_manager"
+#: Statuses anti-bot walls answer with; a browser may have passed them since.
+_CHALLENGE_STATUSES = frozenset({202, 403, 405, 429, 503})
 
 
 class DomainStateManager:
@@ -342,13 +344,15 @@ class DomainStateManager:
             return response
         domain = out["domain"]
         method = Method.TAB if self.is_browser(request) else Method.FETCH
-        verdict = self.classifier.response(
-            response.status,
-            response.headers,
-            response.body,
-            response.url,
-            is_site_root(response.url),
-        )
+        status, headers = response.status, response.headers
+        if method is Method.TAB and status in _CHALLENGE_STATUSES:
+            # A browser handler reports the status and headers of the first page
+            # load; after a passed JavaScript challenge the body is the real page.
+            # Judge the rendered page by its body.
+            status, headers = 200, {}
+        verdict = self.classifier.response(status, headers, response.body, response.url, is_site_root(response.url))
+        if method is Method.TAB and verdict.status != response.status:
+            verdict = Verdict(verdict.outcome, response.status, verdict.error_class, verdict.browser_fixable)
         if verdict.outcome is not Outcome.ANTIBOT and response.url.startswith("https:"):
             tls = self._certificate_verdict(response)
             if tls is not None:

@@ -1,0 +1,808 @@
+"""Turn HTTP answers, download failures and TLS certificates into outcomes.
+
+Pure: no Scrapy engine, no I/O, no clock (``now`` is passed in). The failure mapping
+imports Scrapy's and Twisted's exception classes lazily, so importing this module stays
+cheap. Every public method returns a :class:`Verdict` (or ``None``) and never raises.
+
+The anti-bot check (:meth:`Classifier.antibot`) runs before any success is counted:
+challenges also arrive as 2xx (AWS WAF answers a challenge with 202), and a challenge
+counted as ``ok-empty`` would make a site ``cold`` for months. It looks at the status, a
+few headers and the lowercased first ``DOMAINSTATE_BODY_SCAN_BYTES`` of the body, using the
+marker list of :mod:`scrapy_domainstate.markers` compiled once into a handful of substring
+scans (see :func:`_choose_anchors`).
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import re
+import socket
+import ssl
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from .config import Config
+from .markers import BLOCK_STATUSES, SMALL_PAGE, Marker, merge_markers
+from .record import HARD_BLOCK_PREFIX, Outcome
+
+__all__ = ["JS_SHELL_MAX_BYTES", "Classifier", "Verdict", "normalize_headers"]
+
+#: Bodies at least this long are never called a script-only shell.
+JS_SHELL_MAX_BYTES = 50_000
+#: A shell shows fewer visible characters than this outside ``<script>``/``<style>``.
+JS_SHELL_MIN_TEXT = 50
+#: Grace for a certificate's ``notBefore`` against a slightly slow local clock.
+CERT_NOT_BEFORE_GRACE = 3600.0
+
+_SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY})
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one HEAD, GET, browser load or failure says about a domain.
+
+    ``error_class`` is short evidence: ``'challenge:cloudflare:title'``,
+    ``'block:cloudflare:1020'`` (the ``block:`` prefix marks a hard block), ``'dns'``,
+    ``'dns-temporary'``, ``'refused'``, ``'timeout'``, ``'tls:expired'``, ``'http:404'``,
+    ``'js-shell'``, or an exception class name. ``browser_fixable`` is true when re-issuing
+    the request in a headless browser could plausibly get the page.
+    """
+
+    outcome: Outcome
+    status: int | None = None
+    error_class: str | None = None
+    browser_fixable: bool = False
+
+    @property
+    def success(self) -> bool:
+        """The page was fetched (``ok-contact`` or ``ok-empty``)."""
+        return self.outcome in _SUCCESS
+
+    @property
+    def is_hard_block(self) -> bool:
+        """An anti-bot verdict that sends the domain straight to ``antibot-hard``."""
+        return self.outcome is Outcome.ANTIBOT and bool(
+            self.error_class and self.error_class.startswith(HARD_BLOCK_PREFIX)
+        )
+
+
+# ------------------------------------------------------------------ headers
+
+
+def normalize_headers(
+    headers: Any, names: frozenset[str] | None = None, prefixes: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """Lowercased ``str`` name -> ``str`` value, from Scrapy ``Headers`` or a plain mapping.
+
+    Scrapy ``Headers`` hold bytes names and lists of bytes values; repeated values are
+    joined with ``", "`` (the HTTP list syntax). ``None`` gives ``{}``. With ``names``,
+    only those headers (and names starting with one of ``prefixes``) are kept.
+    """
+    if not headers:
+        return {}
+    items: Iterable[tuple[Any, Any]] = headers.items() if hasattr(headers, "items") else headers
+    out: dict[str, str] = {}
+    for key, value in items:
+        name = (key.decode("latin-1") if isinstance(key, (bytes, bytearray)) else str(key)).lower()
+        if names is not None and name not in names and not (prefixes and name.startswith(prefixes)):
+            continue
+        if isinstance(value, (list, tuple)):
+            text = ", ".join(v.decode("latin-1") if isinstance(v, (bytes, bytearray)) else str(v) for v in value)
+        elif isinstance(value, (bytes, bytearray)):
+            text = value.decode("latin-1")
+        else:
+            text = "" if value is None else str(value)
+        out[name] = f"{out[name]}, {text}" if name in out else text
+    return out
+
+
+def _tokens(value: str) -> set[str]:
+    return {t.strip() for t in value.lower().split(",")}
+
+
+# ------------------------------------------------------------------ body helpers
+
+_BINARY_MAGIC = (b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04", b"\x1f\x8b", b"RIFF", b"OggS", b"ID3")
+_BINARY_TYPES = (
+    "image/",
+    "audio/",
+    "video/",
+    "font/",
+    "application/pdf",
+    "application/zip",
+    "application/gzip",
+    "application/x-gzip",
+    "application/octet-stream",
+    "application/wasm",
+)
+
+
+def _is_binary(content_type: str, head: bytes) -> bool:
+    if content_type and content_type.lstrip().lower().startswith(_BINARY_TYPES):
+        return True
+    return head.startswith(_BINARY_MAGIC) or b"\x00" in head[:1024]
+
+
+def _prefix(body: Any, limit: int) -> bytes:
+    if not body:
+        return b""
+    if isinstance(body, str):
+        return body[:limit].encode("utf-8", "replace")[:limit]
+    if isinstance(body, bytes):
+        return body[:limit]
+    try:
+        return bytes(body[:limit])
+    except TypeError:
+        return b""
+
+
+def _title(low: bytes) -> bytes:
+    start = low.find(b"<title")
+    if start < 0:
+        return b""
+    gt = low.find(b">", start, start + 200)
+    if gt < 0:
+        return b""
+    end = low.find(b"</title", gt, gt + 1024)
+    return low[gt + 1 : end if end >= 0 else gt + 256].strip()
+
+
+_WS = b" \t\r\n\f\v"
+_HIDDEN_ELEMENTS = (b"script", b"style", b"noscript", b"template")
+
+
+def _visible_text_below(low: bytes, threshold: int) -> bool:
+    """True when ``low`` shows fewer than ``threshold`` non-space characters as text.
+
+    Text inside ``<script>``, ``<style>``, ``<noscript>``, ``<template>`` and comments does
+    not count; counting starts at ``<body`` when there is one and stops at ``threshold``.
+    """
+    n = len(low)
+    i = low.find(b"<body")
+    i = 0 if i < 0 else i
+    visible = 0
+    while i < n:
+        lt = low.find(b"<", i)
+        end = n if lt < 0 else lt
+        if end > i:
+            visible += len(low[i:end].translate(None, _WS))
+            if visible >= threshold:
+                return False
+        if lt < 0:
+            break
+        if low.startswith(b"<!--", lt):
+            close = low.find(b"-->", lt + 4)
+            i = n if close < 0 else close + 3
+            continue
+        hidden = next((t for t in _HIDDEN_ELEMENTS if low.startswith(t, lt + 1)), None)
+        if hidden is not None:
+            close = low.find(b"</" + hidden, lt)
+            if close < 0:
+                break
+            lt = close
+        gt = low.find(b">", lt)
+        i = n if gt < 0 else gt + 1
+    return visible < threshold
+
+
+# ------------------------------------------------------------------ marker compilation
+
+_ANCHOR_MIN = 6
+_ANCHOR_MAX = 24
+_MAX_ANCHOR_HITS = 64
+
+
+def _choose_anchors(literals: Iterable[bytes]) -> tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]:
+    """Group literals under few shared substrings ("anchors"), greedily.
+
+    The scan then runs one ``bytes.find`` pass per anchor instead of one per literal: at
+    each anchor hit, the literals of its group are checked in place with ``startswith``.
+    Each literal is checked at the offset of the anchor's *first* occurrence in it, which
+    finds every occurrence of the literal (each one contains that occurrence of the anchor).
+    """
+    remaining = set(literals)
+    groups = []
+    while remaining:
+        counts: Counter[bytes] = Counter()
+        for lit in remaining:
+            if len(lit) <= _ANCHOR_MIN:
+                counts[lit] += 1
+                continue
+            subs = {
+                lit[i : i + size]
+                for size in range(_ANCHOR_MIN, min(len(lit), _ANCHOR_MAX) + 1)
+                for i in range(len(lit) - size + 1)
+            }
+            counts.update(subs)
+        best = max(counts, key=lambda s: (counts[s], len(s), s))
+        members = sorted(lit for lit in remaining if best in lit)
+        groups.append((best, tuple((lit, lit.index(best)) for lit in members)))
+        remaining.difference_update(members)
+    return tuple(groups)
+
+
+def _scan_literals(low: bytes, groups: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]) -> set[bytes]:
+    """The literals of ``groups`` present in ``low``: one ``find`` pass per anchor."""
+    found: set[bytes] = set()
+    find = low.find
+    startswith = low.startswith
+    for anchor, members in groups:
+        pos = find(anchor)
+        if pos < 0:
+            continue
+        if len(members) == 1 and members[0][0] == anchor:
+            found.add(anchor)
+            continue
+        pending = members
+        hits = 0
+        while pos >= 0 and pending:
+            hits += 1
+            if hits > _MAX_ANCHOR_HITS:  # a common anchor: check the rest directly
+                found.update(lit for lit, _ in pending if lit in low)
+                break
+            still = []
+            for lit, off in pending:
+                if off <= pos and startswith(lit, pos - off):
+                    found.add(lit)
+                else:
+                    still.append((lit, off))
+            pending = tuple(still)
+            pos = find(anchor, pos + 1)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    vendor: str
+    marker: Marker
+    kind: str
+    prefix: str
+    allowed: frozenset[int] | None
+    literals: frozenset[bytes]
+    requires: tuple[bytes, ...]
+    regex: re.Pattern[bytes] | None
+    anchor: bytes
+    header_names: tuple[str, ...]
+    header_prefixes: tuple[str, ...]
+    values: frozenset[str]
+    exclude: frozenset[str]
+    title_patterns: tuple[bytes, ...]
+
+    def evidence(self, detail: str | None = None) -> str:
+        name = self.marker.name
+        if detail is not None and "{}" in name:
+            name = name.replace("{}", detail)
+        return f"{self.prefix}:{self.vendor}:{name}"
+
+
+def _compile(vendor: str, marker: Marker) -> _Compiled:
+    patterns = tuple(p.lower() for p in marker.patterns)
+    encoded = tuple(p.encode("utf-8") for p in patterns)
+    regex = None
+    anchor = b""
+    if marker.kind == "regex":
+        regex = re.compile(marker.patterns[0].encode("utf-8"), re.S)
+        anchor = marker.anchor.lower().encode("utf-8")
+    return _Compiled(
+        vendor=vendor,
+        marker=marker,
+        kind=marker.kind,
+        prefix="block" if marker.hard else "challenge",
+        allowed=marker.allowed_statuses(),
+        literals=frozenset(encoded) if marker.kind == "body" else frozenset(),
+        requires=tuple(r.lower().encode("utf-8") for r in marker.requires),
+        regex=regex,
+        anchor=anchor,
+        header_names=tuple(p for p in patterns if not p.endswith("*")) if marker.kind == "header" else (),
+        header_prefixes=tuple(p[:-1] for p in patterns if p.endswith("*")) if marker.kind == "header" else (),
+        values=frozenset(v.lower() for v in marker.values),
+        exclude=frozenset(v.lower() for v in marker.exclude),
+        title_patterns=encoded if marker.kind == "title" else (),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """The markers eligible for one (status, page size, body?) situation, and their scan."""
+
+    markers: tuple[_Compiled, ...]
+    headless: tuple[_Compiled, ...]  # the same without body/regex markers
+    groups: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]
+
+
+# ------------------------------------------------------------------ failures
+
+
+@cache
+def _failure_types() -> dict[str, tuple[type[BaseException], ...]]:
+    from scrapy import exceptions as sx
+    from twisted.internet import defer
+    from twisted.internet import error as tx
+    from twisted.names import error as nx
+    from twisted.web import _newclient as nc
+
+    tls: tuple[type[BaseException], ...] = (ssl.SSLError, ssl.CertificateError)
+    try:
+        from OpenSSL import SSL
+
+        tls += (SSL.Error,)
+    except ImportError:  # pragma: no cover - pyOpenSSL comes with Scrapy
+        pass
+    return {
+        "tls": tls,
+        "dns": (sx.CannotResolveHostError, tx.DNSLookupError, socket.gaierror, nx.DNSNameError, nx.DNSServerError),
+        "dns_temporary": (nx.DNSServerError, nx.DNSQueryTimeoutError),
+        "refused": (sx.DownloadConnectionRefusedError, tx.ConnectionRefusedError, ConnectionRefusedError),
+        "timeout": (sx.DownloadTimeoutError, tx.TimeoutError, tx.TCPTimedOutError, TimeoutError, defer.TimeoutError),
+        "unreachable": (tx.NoRouteError,),
+        "cancelled": (sx.DownloadCancelledError, defer.CancelledError, tx.ConnectingCancelledError),
+        "wrapper": (sx.DownloadFailedError, nc._WrapperException),
+        "never_received": (nc.ResponseNeverReceived,),
+        "response_failed": (nc.ResponseFailed,),
+    }
+
+
+def _causes(exc: BaseException, limit: int = 32) -> list[BaseException]:
+    """``exc`` and what it wraps: ``__cause__``/``__context__``, Twisted ``reasons``
+    (Failures), aiohttp's ``os_error``/``certificate_error``; breadth first, bounded."""
+    seen: set[int] = set()
+    out: list[BaseException] = []
+    queue: list[Any] = [exc]
+    while queue and len(out) < limit:
+        item = queue.pop(0)
+        item = getattr(item, "value", item) if not isinstance(item, BaseException) else item
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        out.append(item)
+        queue.extend(x for x in (item.__cause__, item.__context__) if x is not None)
+        reasons = getattr(item, "reasons", None)
+        if isinstance(reasons, (list, tuple)):
+            queue.extend(reasons)
+        for attr in ("os_error", "certificate_error"):
+            inner = getattr(item, attr, None)
+            if isinstance(inner, BaseException):
+                queue.append(inner)
+    return out
+
+
+def _messages(nodes: Iterable[BaseException]) -> str:
+    parts = []
+    for node in nodes:
+        try:
+            parts.append(str(node))
+        except Exception:
+            continue
+    return " ".join(parts).lower()
+
+
+_TLS_VERIFY_CODES = {
+    9: "tls:expired",
+    10: "tls:expired",
+    18: "tls:self-signed",
+    19: "tls:self-signed",
+    62: "tls:hostname",
+}
+
+
+def _tls_detail(nodes: list[BaseException]) -> str:
+    for node in nodes:
+        code = getattr(node, "verify_code", None)
+        if isinstance(code, int) and code in _TLS_VERIFY_CODES:
+            return _TLS_VERIFY_CODES[code]
+    text = _messages(nodes)
+    if "certificate has expired" in text or "certificate is not yet valid" in text:
+        return "tls:expired"
+    if "self signed" in text or "self-signed" in text:
+        return "tls:self-signed"
+    if "hostname mismatch" in text or "doesn't match" in text or "does not match" in text:
+        return "tls:hostname"
+    return "tls:handshake"
+
+
+def _class_name(exc: BaseException) -> str:
+    return type(exc).__name__[:64] or "Exception"
+
+
+def _named(nodes: Iterable[BaseException], *needles: str) -> bool:
+    return any(needle in type(node).__name__ for node in nodes for needle in needles)
+
+
+# ------------------------------------------------------------------ certificates
+
+
+def _to_x509(cert: Any) -> Any:
+    from cryptography import x509
+
+    if isinstance(cert, x509.Certificate):
+        return cert
+    original = getattr(cert, "original", None)  # twisted.internet.ssl.Certificate
+    if original is not None and hasattr(original, "to_cryptography"):
+        return original.to_cryptography()
+    if hasattr(cert, "to_cryptography"):  # OpenSSL.crypto.X509
+        return cert.to_cryptography()
+    if isinstance(cert, (bytes, bytearray, memoryview)):  # DER from the httpx/aiohttp handlers
+        data = bytes(cert)
+        if data.lstrip().startswith(b"-----BEGIN"):
+            return x509.load_pem_x509_certificate(data)
+        return x509.load_der_x509_certificate(data)
+    return None
+
+
+def _cert_times(cert: Any) -> tuple[float, float]:
+    try:
+        return cert.not_valid_before_utc.timestamp(), cert.not_valid_after_utc.timestamp()
+    except AttributeError:  # cryptography < 42
+        from datetime import timezone
+
+        return (
+            cert.not_valid_before.replace(tzinfo=timezone.utc).timestamp(),
+            cert.not_valid_after.replace(tzinfo=timezone.utc).timestamp(),
+        )
+
+
+def _self_signed(cert: Any) -> bool:
+    if cert.issuer != cert.subject:
+        return False
+    verify = getattr(cert, "verify_directly_issued_by", None)
+    if verify is None:
+        return True
+    try:
+        verify(cert)
+    except (ValueError, TypeError) as exc:
+        # ValueError/InvalidSignature: the name matches but its own key did not sign it
+        # (a CA reusing its name); TypeError: a key type that cannot be checked here.
+        return isinstance(exc, TypeError)
+    except Exception:
+        return False
+    return True
+
+
+def _ascii_host(host: str) -> str:
+    host = host.strip().rstrip(".").lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
+
+
+def _dns_name_matches(pattern: str, host: str) -> bool:
+    pattern = pattern.strip().rstrip(".").lower()
+    if not pattern:
+        return False
+    if pattern == host:
+        return True
+    if pattern.startswith("*.") and pattern.count(".") >= 2:
+        suffix = pattern[1:]
+        label = host[: -len(suffix)]
+        return host.endswith(suffix) and bool(label) and "." not in label
+    return False
+
+
+def _host_matches(cert: Any, hostname: str) -> bool:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    host = _ascii_host(hostname)
+    try:
+        ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        san = None
+    if ip is not None:
+        if san is not None and ip in san.get_values_for_type(x509.IPAddress):
+            return True
+        names = san.get_values_for_type(x509.DNSName) if san is not None else []
+        return host in (n.lower() for n in names)
+    if san is not None:
+        names = san.get_values_for_type(x509.DNSName)
+        if names:
+            return any(_dns_name_matches(name, host) for name in names)
+    common_names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return any(_dns_name_matches(str(cn.value), host) for cn in common_names)
+
+
+# ------------------------------------------------------------------ the classifier
+
+
+class Classifier:
+    """Classify responses, failures and certificates; markers compiled once per config.
+
+    Thread-safe after construction (the only mutable state is a memo of scan plans).
+    """
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config if config is not None else Config()
+        self.scan_bytes = int(self.config.body_scan_bytes)
+        markers = merge_markers(self.config.challenge_markers)
+        ordered = [(v, m) for v, ms in markers.items() for m in ms if m.hard]
+        ordered += [(v, m) for v, ms in markers.items() for m in ms if not m.hard]
+        self._markers = tuple(_compile(v, m) for v, m in ordered)
+        statuses: set[int] = set()
+        for c in self._markers:
+            if c.allowed is not None:
+                statuses.update(c.allowed)
+        self._statuses = frozenset(statuses)
+        self._header_names = frozenset({"content-type"} | {n for c in self._markers for n in c.header_names})
+        self._header_prefixes = tuple(sorted({p for c in self._markers for p in c.header_prefixes}))
+        self._plans: dict[tuple[int, bool, bool], _Plan] = {}
+
+    @property
+    def markers(self) -> tuple[tuple[str, Marker], ...]:
+        """``(vendor, marker)`` pairs in evaluation order (hard blocks first)."""
+        return tuple((c.vendor, c.marker) for c in self._markers)
+
+    # ---------------------------------------------------------- anti-bot
+
+    def _plan(self, status: int, small: bool, body: bool) -> _Plan:
+        key = (status if status in self._statuses else -1, small, body)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        eligible = []
+        for c in self._markers:
+            if c.allowed is not None and status not in c.allowed:
+                continue
+            if c.kind in ("body", "regex") and (
+                not body or (c.marker.interstitial and not small and status not in BLOCK_STATUSES)
+            ):
+                continue
+            eligible.append(c)
+        literals: set[bytes] = set()
+        for c in eligible:
+            literals.update(c.literals)
+            if c.anchor:
+                literals.add(c.anchor)
+        plan = _Plan(
+            markers=tuple(eligible),
+            headless=tuple(c for c in eligible if c.kind not in ("body", "regex")),
+            groups=_choose_anchors(literals),
+        )
+        if len(self._plans) < 4096:
+            self._plans[key] = plan
+        return plan
+
+    def _antibot(self, status: int, hdrs: Mapping[str, str], low: bytes | None, size: int) -> Verdict | None:
+        plan = self._plan(status, size <= SMALL_PAGE, bool(low))
+        found = _scan_literals(low, plan.groups) if low else set()
+        title: bytes | None = None
+        for c in plan.markers if found else plan.headless:
+            kind = c.kind
+            detail: str | None = None
+            if kind == "status":
+                pass
+            elif kind == "header":
+                if not self._header_hit(c, hdrs):
+                    continue
+            elif kind == "title":
+                if title is None:
+                    title = _title(low) if low else b""
+                if not title or not any(p in title for p in c.title_patterns):
+                    continue
+            elif kind == "body":
+                if found.isdisjoint(c.literals):
+                    continue
+            elif kind == "regex":
+                if c.anchor not in found or c.regex is None or low is None:
+                    continue
+                match = c.regex.search(low)
+                if match is None:
+                    continue
+                if match.groups():
+                    detail = (match.group(1) or b"").decode("ascii", "replace")
+            if c.requires and (low is None or not all(r in low for r in c.requires)):
+                continue
+            hard = c.marker.hard
+            return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)
+        return None
+
+    @staticmethod
+    def _header_hit(c: _Compiled, hdrs: Mapping[str, str]) -> bool:
+        values: list[str] = [hdrs[n] for n in c.header_names if n in hdrs]
+        if c.header_prefixes:
+            values += [v for k, v in hdrs.items() if k.startswith(c.header_prefixes)]
+        if not values:
+            return False
+        for value in values:
+            tokens = _tokens(value)
+            if c.exclude and not tokens.isdisjoint(c.exclude):
+                continue
+            if not c.values or not tokens.isdisjoint(c.values):
+                return True
+        return False
+
+    def _headers(self, headers: Any) -> dict[str, str]:
+        return normalize_headers(headers, self._header_names, self._header_prefixes)
+
+    def _prepare(self, hdrs: Mapping[str, str], body: Any) -> tuple[bytes | None, int]:
+        """The lowercased scan prefix (``None`` for binary bodies) and the body's length."""
+        try:
+            size = len(body) if body else 0
+        except TypeError:
+            size = 0
+        prefix = _prefix(body, self.scan_bytes)
+        if not prefix or _is_binary(hdrs.get("content-type", ""), prefix):
+            return None, size
+        return prefix.lower(), size
+
+    def antibot(self, status: int, headers: Any, body: bytes) -> Verdict | None:
+        """An ``antibot`` verdict, or ``None`` when nothing says challenge or block.
+
+        Signals: status (429, LinkedIn's 999), vendor headers (``cf-mitigated``,
+        ``x-amzn-waf-action``, ``x-vercel-mitigated``, DataDome's ``x-dd-b``, ...), the page
+        title, and body markers in the first ``body_scan_bytes`` bytes. Hard blocks come
+        first (``error_class`` ``'block:<vendor>:<detail>'``, not browser-fixable), then
+        challenges (``'challenge:<vendor>:<marker>'``, browser-fixable). Binary bodies are
+        never scanned.
+        """
+        try:
+            hdrs = self._headers(headers)
+            low, size = self._prepare(hdrs, body)
+            return self._antibot(int(status), hdrs, low, size)
+        except Exception:  # a classifier never breaks a crawl
+            return None
+
+    # ---------------------------------------------------------- HEAD and GET
+
+    def head(self, status: int, headers: Any, url: str, is_root: bool) -> Verdict:
+        """Classify the answer to the HEAD probe.
+
+        Only anti-bot headers/statuses and a 404/410 on the site root are conclusive
+        (``antibot`` / ``dead``); everything else, including 405/501 "HEAD not supported",
+        5xx and an off-root 404, is ``no-verdict`` and the GET decides.
+        """
+        try:
+            status = int(status)
+            hdrs = self._headers(headers)
+            verdict = self._antibot(status, hdrs, None, 0)
+        except Exception:
+            return Verdict(Outcome.NO_VERDICT, None)
+        if verdict is not None:
+            return verdict
+        if is_root and status in (404, 410):
+            return Verdict(Outcome.DEAD, status, f"http:{status}")
+        return Verdict(Outcome.NO_VERDICT, status)
+
+    def response(self, status: int, headers: Any, body: bytes, url: str, is_root: bool) -> Verdict:
+        """Classify a downloaded response (plain fetch or browser).
+
+        Order: anti-bot first; then 404/410 (``dead`` on the site root, ``http-error`` with
+        ``'http:404'`` elsewhere: the caller marks that URL dead); 403/503 without markers
+        are browser-fixable ``http-error``; other statuses >= 400 are ``http-error``.
+
+        A 2xx/3xx gives ``ok-empty``, which means "fetched fine; usefulness not decided
+        here": the caller upgrades it to ``ok-contact`` from its outcome source (contacts,
+        items or a callable). A small HTML page that is only a ``<script>`` shell (fewer than
+        :data:`JS_SHELL_MIN_TEXT` visible characters) is ``ok-empty`` with ``'js-shell'`` and
+        ``browser_fixable=True``: a browser would render it.
+        """
+        try:
+            status = int(status)
+            hdrs = self._headers(headers)
+            low, size = self._prepare(hdrs, body)
+            verdict = self._antibot(status, hdrs, low, size)
+        except Exception:
+            return Verdict(Outcome.NETWORK_ERROR, None, "classify-error")
+        if verdict is not None:
+            return verdict
+        if status in (404, 410):
+            return Verdict(Outcome.DEAD if is_root else Outcome.HTTP_ERROR, status, f"http:{status}")
+        if status >= 400 or status < 100:
+            return Verdict(Outcome.HTTP_ERROR, status, f"http:{status}", browser_fixable=status in (403, 503))
+        if (
+            200 <= status < 300
+            and low
+            and size < JS_SHELL_MAX_BYTES
+            and "html" in (hdrs.get("content-type") or "html")
+            and b"<script" in low
+            and _visible_text_below(low, JS_SHELL_MIN_TEXT)
+        ):
+            return Verdict(Outcome.OK_EMPTY, status, "js-shell", browser_fixable=True)
+        return Verdict(Outcome.OK_EMPTY, status)
+
+    # ---------------------------------------------------------- failures
+
+    def failure(self, exc: BaseException) -> Verdict:
+        """Classify a download exception (or a Twisted ``Failure`` wrapping one).
+
+        ``dead``: DNS "no such name" (``'dns'``), connection refused (``'refused'``), TLS
+        handshake or certificate failures (``'tls:handshake'``, ``'tls:expired'``, ...).
+        ``network-error``: temporary DNS failures (``'dns-temporary'``), timeouts, proxy
+        failures, lost connections and anything unknown (the exception class name).
+        """
+        try:
+            return self._failure(exc)
+        except Exception:
+            return Verdict(Outcome.NETWORK_ERROR, None, _class_name(exc) if isinstance(exc, BaseException) else None)
+
+    def _failure(self, exc: Any) -> Verdict:
+        if not isinstance(exc, BaseException):
+            exc = getattr(exc, "value", None)  # twisted.python.failure.Failure
+            if not isinstance(exc, BaseException):
+                return Verdict(Outcome.NETWORK_ERROR, None, "unknown", browser_fixable=True)
+        types = _failure_types()
+        nodes = _causes(exc)
+
+        def any_of(key: str) -> bool:
+            return any(isinstance(n, types[key]) for n in nodes)
+
+        def os_errno(*codes: int) -> bool:
+            return any(isinstance(n, OSError) and n.errno in codes for n in nodes)
+
+        response = getattr(exc, "response", None)
+        if type(exc).__name__ == "HttpError" and isinstance(getattr(response, "status", None), int):
+            status = response.status  # type: ignore[union-attr]
+            return Verdict(Outcome.HTTP_ERROR, status, f"http:{status}", browser_fixable=status in (403, 503))
+        if _named(nodes, "Proxy", "TunnelError"):
+            return Verdict(Outcome.NETWORK_ERROR, None, "proxy")
+        if any(isinstance(n, types["tls"]) for n in nodes) or _named(nodes, "SSL", "Certificate"):
+            mid_stream = any(
+                isinstance(n, types["response_failed"]) and not isinstance(n, types["never_received"]) for n in nodes
+            ) or _named(nodes, "ReadError", "PayloadError")
+            if mid_stream:
+                return Verdict(Outcome.NETWORK_ERROR, None, "tls:stream", browser_fixable=True)
+            return Verdict(Outcome.DEAD, None, _tls_detail(nodes))
+        if any_of("dns") or _named(nodes, "DNS", "Resolve"):
+            text = _messages(nodes)
+            temporary = (
+                any_of("dns_temporary")
+                or any(isinstance(n, socket.gaierror) and n.errno == socket.EAI_AGAIN for n in nodes)
+                or any(word in text for word in ("temporary", "try again", "servfail", "timeout", "timed out"))
+            )
+            if temporary:
+                return Verdict(Outcome.NETWORK_ERROR, None, "dns-temporary")
+            return Verdict(Outcome.DEAD, None, "dns")
+        if any_of("timeout") or os_errno(errno.ETIMEDOUT):
+            return Verdict(Outcome.NETWORK_ERROR, None, "timeout", browser_fixable=True)
+        if any_of("unreachable") or os_errno(errno.ENETUNREACH, errno.EHOSTUNREACH):
+            return Verdict(Outcome.NETWORK_ERROR, None, "unreachable")
+        if any_of("refused") or os_errno(errno.ECONNREFUSED):
+            return Verdict(Outcome.DEAD, None, "refused")
+        if any_of("cancelled"):
+            return Verdict(Outcome.NETWORK_ERROR, None, "cancelled")
+        # The most specific cause under the wrappers names it: DownloadFailedError(
+        # ResponseFailed([ConnectionLost])) -> 'ConnectionLost'.
+        wrapper = types["wrapper"]
+        named = next((n for n in nodes if not isinstance(n, wrapper)), exc)
+        return Verdict(Outcome.NETWORK_ERROR, None, _class_name(named), browser_fixable=True)
+
+    # ---------------------------------------------------------- certificates
+
+    def certificate(self, cert: Any, hostname: str, now: float) -> Verdict | None:
+        """A ``dead`` verdict for an invalid server certificate, else ``None``.
+
+        ``cert`` is ``response.certificate``: a ``twisted.internet.ssl.Certificate`` (the
+        Twisted handler), DER bytes (the httpx/aiohttp handlers), a pyOpenSSL ``X509`` or a
+        ``cryptography`` certificate. Checks, in order: validity period (``'tls:expired'``,
+        also for not-yet-valid beyond :data:`CERT_NOT_BEFORE_GRACE`), self-signed
+        (``'tls:self-signed'``), and the host name against the SAN DNS names (one-label
+        wildcards), the CN when there is no SAN DNS name, and SAN IP addresses for IP hosts
+        (``'tls:hostname'``). ``None`` also for ``None`` or anything unreadable.
+        """
+        if cert is None:
+            return None
+        try:
+            x509 = _to_x509(cert)
+            if x509 is None:
+                return None
+            not_before, not_after = _cert_times(x509)
+            if now > not_after or now + CERT_NOT_BEFORE_GRACE < not_before:
+                return Verdict(Outcome.DEAD, None, "tls:expired")
+            if _self_signed(x509):
+                return Verdict(Outcome.DEAD, None, "tls:self-signed")
+            if hostname and not _host_matches(x509, hostname):
+                return Verdict(Outcome.DEAD, None, "tls:hostname")
+        except Exception:
+            return None
+        return None

@@ -1,0 +1,319 @@
+"""Does a page carry a way to contact its owner? E-mail, phone, social-profile links.
+
+The default outcome source (``DOMAINSTATE_OUTCOME = 'contacts'``) calls :func:`has_contact`
+on every fetched page, so it is bounded (the first ``limit`` bytes) and built on a few
+``bytes.find`` passes with small anchored regexes at each hit, not on a regex run over the
+whole page. It leans towards missing a contact rather than inventing one:
+
+- e-mail: ``local@domain.tld`` with an alphabetic TLD that is not a file extension
+  (``logo@2x.png``), outside URL credentials and version pins (``pkg@1.2.3``), and not a
+  placeholder or error-tracker address (``you@example.com``, Sentry DSNs);
+- phone: ``tel:`` links, ``+``-prefixed international numbers with separators, and North
+  American ``(555) 234-5678`` / ``555-234-5678`` forms, 8 to 15 digits; bare digit runs,
+  dates and prices never count;
+- social: profile links on Facebook, X/Twitter, LinkedIn (company/in/school/showcase),
+  Instagram, YouTube (@handle/channel/c/user), TikTok (@handle) and GitHub; share, intent,
+  sharer, plugin, login and home links, and links to posts rather than profiles, do not.
+
+Pure: bytes or str in, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["find_contacts", "has_contact"]
+
+# ------------------------------------------------------------------ e-mail
+
+_LOCAL_TAIL = re.compile(rb"[a-z0-9._%+\-]{1,64}\Z")
+_DOMAIN = re.compile(rb"((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+([a-z]{2,24}))(?![a-z0-9-]|\.[a-z0-9])")
+_FILE_TLDS = frozenset(
+    b"png jpg jpeg gif svg webp avif bmp ico tif tiff heic css js mjs map json xml txt html htm php asp aspx "
+    b"jsp woff woff2 ttf otf eot mp3 mp4 webm ogg wav mov avi pdf zip gz tgz tar rar exe dmg md yml yaml".split()
+)
+_PLACEHOLDER_DOMAINS = (
+    b"example.com",
+    b"example.org",
+    b"example.net",
+    b"domain.com",
+    b"email.com",
+    b"yourdomain.com",
+    b"yoursite.com",
+    b"yourcompany.com",
+    b"company.com",
+    b"sentry.io",
+    b"sentry-next.wixpress.com",
+    b"wixpress.com",
+    b"localhost.localdomain",
+)
+_HEX_KEY = re.compile(rb"[0-9a-f]{16,}\Z")
+
+
+def _emails(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    find = low.find
+    pos = find(b"@")
+    while pos >= 0:
+        if pos > 0:
+            found = _email_at(low, pos)
+            if found is not None:
+                key = "email:" + found
+                if key not in seen:
+                    seen.add(key)
+                    out.append(key)
+                    if first:
+                        return True
+        pos = find(b"@", pos + 1)
+    return False
+
+
+def _email_at(low: bytes, at: int) -> str | None:
+    head = _LOCAL_TAIL.search(low, max(0, at - 64), at)
+    if head is None:
+        return None
+    local = head.group()
+    start = head.start()
+    # mailto:info@... is fine; https://user:pass@host and //user@host are URL credentials.
+    if start > 0 and low[start - 1 : start] in (b":", b"/") and not low.endswith(b"mailto:", 0, start):
+        return None
+    local = local.lstrip(b".")
+    if not local or local.endswith(b".") or b".." in local or _HEX_KEY.match(local):
+        return None
+    tail = _DOMAIN.match(low, at + 1, at + 256)
+    if tail is None:
+        return None
+    domain, tld = tail.group(1), tail.group(2)
+    if tld in _FILE_TLDS:
+        return None
+    if any(domain == p or domain.endswith(b"." + p) for p in _PLACEHOLDER_DOMAINS):
+        return None
+    return (local + b"@" + domain).decode("ascii", "replace")
+
+
+# ------------------------------------------------------------------ phones
+
+_TEL_VALUE = re.compile(rb"\s*(?://)?((?:%2b)?[+(]?[0-9][0-9().\- /]{5,30}[0-9])")
+_INTL = re.compile(rb"\+\(?[1-9]\d{0,3}\)?(?:[ .\-]?\(?\d{1,5}\)?){1,6}")
+_NANP = re.compile(rb"(?:\([2-9]\d{2}\) ?|[2-9]\d{2}([.\-]))[2-9]\d{2}[.\-]\d{4}")
+# Phone shapes are found on a copy with every digit turned into "0", so a few plain
+# ``bytes.find`` passes replace a digit-led regex over the whole page (slow in ``re``).
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_NANP_SHAPES = (b"000-000-0000", b"000.000.0000", b"(000) 000-0000", b"(000)000-0000")
+_MAX_HITS = 256
+_DIGIT = re.compile(rb"\d")
+_BEFORE_OK = frozenset(b" \t\r\n>(:;,\"'\xa0")
+
+
+def _digits(text: bytes) -> int:
+    return len(_DIGIT.findall(text))
+
+
+def _phone_key(text: bytes) -> str:
+    text = text.strip().lstrip(b"/")
+    international = text.startswith((b"+", b"%2b"))
+    digits = b"".join(_DIGIT.findall(text[3:] if text.startswith(b"%2b") else text)).decode("ascii")
+    return "phone:" + ("+" + digits if international else digits)
+
+
+def _add(out: list[str], seen: set[str], key: str) -> None:
+    if key not in seen:
+        seen.add(key)
+        out.append(key)
+
+
+def _tel_links(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    find = low.find
+    pos = find(b"tel:")
+    while pos >= 0:
+        # href="tel:..." but not "hotel:" or "intel:".
+        if pos == 0 or not low[pos - 1 : pos].isalnum():
+            match = _TEL_VALUE.match(low, pos + 4, pos + 64)
+            if match is not None and 5 <= _digits(match.group(1)) <= 15:
+                _add(out, seen, _phone_key(match.group()))
+                if first:
+                    return True
+        pos = find(b"tel:", pos + 4)
+    return False
+
+
+def _boundary_ok(low: bytes, start: int, end: int) -> bool:
+    """Not glued to letters, digits or number punctuation on either side."""
+    before = low[start - 1] if start > 0 else 32
+    after = low[end] if end < len(low) else 32
+    if before not in _BEFORE_OK:
+        return False
+    if after < 128 and (chr(after).isalnum() or after in b"-+/_"):
+        return False
+    return not (after in b".," and low[end + 1 : end + 2].isdigit())
+
+
+def _numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    shape = low.translate(_ZERO_DIGITS)
+    find = shape.find
+    pos = find(b"+0")
+    hits = 0
+    while pos >= 0 and hits < _MAX_HITS:
+        hits += 1
+        match = _INTL.match(low, pos)
+        if match is not None:
+            text = match.group().rstrip(b" .-(")
+            end = pos + len(text)
+            if (
+                8 <= _digits(text) <= 15
+                and any(sep in text for sep in (b" ", b"-", b".", b"("))
+                and _boundary_ok(low, pos, end)
+            ):
+                _add(out, seen, _phone_key(text))
+                if first:
+                    return True
+            pos = find(b"+0", max(end, pos + 2))
+        else:
+            pos = find(b"+0", pos + 2)
+    for needle in _NANP_SHAPES:
+        pos = find(needle)
+        hits = 0
+        while pos >= 0 and hits < _MAX_HITS:
+            hits += 1
+            match = _NANP.match(low, pos)
+            if match is not None and (match.group(1) is None or low[match.end() - 5] == match.group(1)[0]):
+                start = pos
+                if low[pos - 2 : pos] in (b"1-", b"1 ", b"1."):  # 1-800-234-5678
+                    start = pos - 2
+                if _boundary_ok(low, start, match.end()):
+                    _add(out, seen, _phone_key(match.group()))
+                    if first:
+                        return True
+            pos = find(needle, pos + 1)
+    return False
+
+
+# ------------------------------------------------------------------ social profiles
+
+_IDENT = rb"[a-z0-9_.\-]{1,100}"
+_END = rb"/?(?=[\"'<>\s?#)&\\,;]|\Z)"
+_COMMON = b"login signup share search settings help privacy legal about explore home"
+# label before ".com/" -> (profile pattern after the slash, first path segments that are not profiles)
+_SOCIAL: dict[bytes, tuple[re.Pattern[bytes], frozenset[bytes]]] = {
+    b"facebook": (
+        re.compile(
+            rb"(?:pages/[^/\"'<>\s]{1,100}/\d+|profile\.php\?id=\d+|(?!\d+" + _END + rb")" + _IDENT + rb")" + _END
+        ),
+        frozenset(
+            (
+                _COMMON + b" sharer sharer.php share.php dialog plugins login.php home.php tr watch photo.php "
+                b"story.php permalink.php policies ads business fbml connect events groups hashtag marketplace "
+                b"gaming recover r.php l.php v2.0"
+            ).split()
+        ),
+    ),
+    b"twitter": (
+        re.compile(rb"[a-z0-9_]{1,15}" + _END),
+        frozenset((_COMMON + b" intent hashtag i tos widgets widgets.js notifications messages compose").split()),
+    ),
+    b"x": (
+        re.compile(rb"[a-z0-9_]{1,15}" + _END),
+        frozenset((_COMMON + b" intent hashtag i tos widgets notifications messages compose").split()),
+    ),
+    b"linkedin": (
+        re.compile(rb"(?:company|in|school|showcase|pub)/[^/\"'<>\s?#]{1,100}" + _END),
+        frozenset(),
+    ),
+    b"instagram": (
+        re.compile(rb"[a-z0-9_.]{1,30}" + _END),
+        frozenset((_COMMON + b" p reel reels accounts developer tv stories direct").split()),
+    ),
+    b"youtube": (
+        re.compile(rb"(?:@[a-z0-9_.\-]{1,100}|(?:channel|c|user)/[a-z0-9_.\-]{1,100})" + _END),
+        frozenset(),
+    ),
+    b"tiktok": (re.compile(rb"@[a-z0-9_.]{1,24}" + _END), frozenset()),
+    b"github": (
+        re.compile(rb"[a-z0-9][a-z0-9\-]{0,38}" + _END),
+        frozenset(
+            (
+                _COMMON + b" join features pricing sponsors marketplace topics orgs site security enterprise "
+                b"contact notifications apps collections trending customer-stories team readme pulls issues "
+                b"codespaces new"
+            ).split()
+        ),
+    ),
+}
+_LABEL = re.compile(rb"[a-z0-9\-]{1,16}\Z")
+_HOST_OK = frozenset(b"/.\"' =(>")
+
+
+def _social(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    find = low.find
+    pos = find(b".com/")
+    hits = 0
+    while pos >= 0 and hits < _MAX_HITS:
+        hits += 1
+        label = _LABEL.search(low, max(0, pos - 16), pos)
+        entry = _SOCIAL.get(label.group()) if label is not None else None
+        # A whole label: "x.com/" must not be the tail of "dropbox.com/".
+        if entry is not None and label is not None and (label.start() == 0 or low[label.start() - 1] in _HOST_OK):
+            pattern, excluded = entry
+            path = pos + 5
+            match = pattern.match(low, path, path + 160)
+            if match is not None:
+                ident = match.group().strip(b"/")
+                if ident and ident.split(b"/", 1)[0] not in excluded:
+                    _add(out, seen, "social:" + (label.group() + b".com/" + ident).decode("ascii", "replace"))
+                    if first:
+                        return True
+        pos = find(b".com/", pos + 5)
+    return False
+
+
+# ------------------------------------------------------------------ API
+
+
+def _prepare(body: bytes | str, limit: int) -> bytes:
+    if not body:
+        return b""
+    if isinstance(body, str):
+        data = body[:limit].encode("utf-8", "replace")
+    elif isinstance(body, bytes):
+        data = body[:limit]
+    else:
+        data = bytes(body[:limit])
+    if b"\x00" in data[:1024]:  # binary: nothing to read
+        return b""
+    low = data.lower()
+    if b"&#64;" in low:  # the usual obfuscation of "@" in e-mail addresses
+        low = low.replace(b"&#64;", b"@")
+    return low
+
+
+def find_contacts(body: bytes | str, limit: int = 65536, max_results: int = 100) -> list[str]:
+    """Contacts in the first ``limit`` bytes of ``body``, deduplicated, in kind order.
+
+    Each item is tagged: ``'email:info@acme.com'``, ``'phone:+4930123456'`` (digits, with
+    ``+`` when written internationally), ``'social:facebook.com/acme'``. Addresses are
+    lowercased. Bytes are read leniently (any encoding; ASCII matters here).
+    """
+    low = _prepare(body, limit)
+    if not low:
+        return []
+    out: list[str] = []
+    seen: set[str] = set()
+    _emails(low, out, seen, False)
+    _tel_links(low, out, seen, False)
+    _numbers(low, out, seen, False)
+    _social(low, out, seen, False)
+    return out[:max_results]
+
+
+def has_contact(body: bytes | str, limit: int = 65536) -> bool:
+    """True when the first ``limit`` bytes of ``body`` show an e-mail, phone or profile link."""
+    low = _prepare(body, limit)
+    if not low:
+        return False
+    out: list[str] = []
+    seen: set[str] = set()
+    return (
+        _emails(low, out, seen, True)
+        or _tel_links(low, out, seen, True)
+        or _social(low, out, seen, True)
+        or _numbers(low, out, seen, True)
+    )

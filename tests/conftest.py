@@ -1,0 +1,195 @@
+"""Shared fixtures: the multi-host test server, crawl settings, the browser, ``run_crawl``.
+
+End-to-end tests need pytest-twisted's asyncio reactor: ``--reactor=asyncio``.
+No test reaches the network: names resolve from ``tests/resolver.py``'s table (installed on
+the reactor for the whole session, and again per crawl), the server listens on 127.0.0.1,
+Chromium maps every name it does not know to ``~NOTFOUND``, and below Twisted the process's
+``socket.getaddrinfo`` refuses every name but localhost (see ``_no_network``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# tests/ is not a package: make its helper modules importable however pytest imports this file
+_HERE = str(Path(__file__).parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from crawl import run_crawl as _run_crawl  # noqa: E402
+from resolver import HOSTS_SETTING, TableResolver, chromium_host_rules  # noqa: E402
+from sites import SiteServer  # noqa: E402
+
+ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+CHROMIUM = "/usr/bin/chromium"
+PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+
+
+def _reactor() -> Any:
+    from twisted.internet import reactor
+
+    return reactor
+
+
+def _local_name(host: Any) -> bool:
+    if host is None:
+        return True
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    name = str(host).strip("[]").rstrip(".").lower()
+    if name in ("", "localhost") or name.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(name.split("%")[0])
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_network() -> Iterator[None]:
+    """Session-wide safety net below Twisted: the process cannot resolve a real name.
+
+    ``socket.getaddrinfo`` and friends answer only localhost and loopback/unspecified literals;
+    anything else fails at once with ``EAI_NONAME``. Scrapy's cookie middleware gets a
+    ``TLDExtract`` that never fetches the Public Suffix List (its default one does, the first
+    time a response sets a cookie).
+    """
+    from scrapy.downloadermiddlewares import cookies
+    from tldextract import TLDExtract
+
+    def blocked(host: Any) -> socket.gaierror:
+        return socket.gaierror(socket.EAI_NONAME, f"name resolution of {host!r} blocked: tests never use the network")
+
+    getaddrinfo, gethostbyname, gethostbyname_ex = socket.getaddrinfo, socket.gethostbyname, socket.gethostbyname_ex
+
+    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _local_name(host):
+            raise blocked(host)
+        return getaddrinfo(host, *args, **kwargs)
+
+    def guarded_gethostbyname(host: str) -> str:
+        if not _local_name(host):
+            raise blocked(host)
+        return gethostbyname(host)
+
+    def guarded_gethostbyname_ex(host: str) -> Any:
+        if not _local_name(host):
+            raise blocked(host)
+        return gethostbyname_ex(host)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+        mp.setattr(socket, "gethostbyname", guarded_gethostbyname)
+        mp.setattr(socket, "gethostbyname_ex", guarded_gethostbyname_ex)
+        mp.setattr(cookies, "_split_domain", TLDExtract(suffix_list_urls=(), include_psl_private_domains=True))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _loopback_only_dns() -> Iterator[TableResolver]:
+    """Session-wide safety net: the reactor resolves from the test table, never the system."""
+    resolver = TableResolver(_reactor())
+    resolver.install_on_reactor()
+    yield resolver
+    resolver.uninstall()
+
+
+@pytest.fixture(scope="session")
+def sites_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SiteServer]:
+    """The test web server, started once per session on the pytest-twisted reactor."""
+    server = SiteServer.start(tmp_path_factory.mktemp("sites-certs"), _reactor())
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def sites(sites_server: SiteServer) -> SiteServer:
+    """The test web server, reset for this test: default site table, empty log and counters."""
+    sites_server.reset()
+    return sites_server
+
+
+@pytest.fixture
+def crawl_settings(tmp_path: Path, sites: SiteServer) -> dict[str, Any]:
+    """Scrapy settings for an end-to-end crawl against ``sites`` (a fresh dict per test)."""
+    from scrapy.utils.reactor import is_asyncio_reactor_installed
+
+    if not is_asyncio_reactor_installed():
+        pytest.fail("end-to-end crawls need pytest-twisted's asyncio reactor: run pytest with --reactor=asyncio")
+    return {
+        "TWISTED_REACTOR": ASYNCIO_REACTOR,
+        "TWISTED_DNS_RESOLVER": TableResolver,
+        HOSTS_SETTING: {},
+        "DOWNLOAD_TIMEOUT": 5,
+        "RETRY_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "HTTPPROXY_ENABLED": False,
+        "HTTPCACHE_ENABLED": False,
+        "DNSCACHE_ENABLED": False,
+        "AUTOTHROTTLE_ENABLED": False,
+        "MEMUSAGE_ENABLED": False,
+        "DOWNLOAD_DELAY": 0,
+        "HTTPERROR_ALLOW_ALL": True,
+        "DOMAINSTATE_LMDB_PATH": str(tmp_path / "ds"),
+    }
+
+
+def chromium_launch_options(hosts: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "executable_path": CHROMIUM,
+        "headless": True,
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--no-proxy-server",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-domain-reliability",
+            "--disable-features=MediaRouter,OptimizationHints,Translate,AutofillServerCommunication",
+            "--host-resolver-rules=" + chromium_host_rules(hosts),
+        ],
+    }
+
+
+@pytest.fixture
+def browser_settings(crawl_settings: dict[str, Any]) -> dict[str, Any]:
+    """``crawl_settings`` plus scrapy-playwright on Debian's Chromium (skips if it is missing).
+
+    ``run_crawl`` rebuilds ``--host-resolver-rules`` from the final ``DOMAINSTATE_TEST_HOSTS``.
+    """
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium package for browser tests")
+    return {
+        **crawl_settings,
+        "DOWNLOAD_HANDLERS": {"http": PLAYWRIGHT_HANDLER, "https": PLAYWRIGHT_HANDLER},
+        "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+        "PLAYWRIGHT_LAUNCH_OPTIONS": chromium_launch_options(crawl_settings.get(HOSTS_SETTING)),
+        "PLAYWRIGHT_CONTEXTS": {"default": {"ignore_https_errors": True}},
+        "PLAYWRIGHT_MAX_CONTEXTS": 1,
+        # the browser sends its own headers (User-Agent ...HeadlessChrome...), so the server log
+        # can tell browser requests from Scrapy's; scrapy-playwright's default would send Scrapy's
+        "PLAYWRIGHT_PROCESS_REQUEST_HEADERS": None,
+        "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": 20_000,
+        "DOWNLOAD_TIMEOUT": 30,
+    }
+
+
+@pytest.fixture
+def run_crawl() -> Any:
+    """``run_crawl(settings, urls, spider_cls=None, **spider_kwargs) -> Deferred[CrawlResult]``."""
+    return _run_crawl

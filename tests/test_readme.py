@@ -1,0 +1,47 @@
+"""The README documents every setting with the code's default."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+from scrapy_domainstate.config import SETTINGS, Config
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _table_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("settings_table", ROOT / "scripts" / "settings_table.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_settings_table_matches_code() -> None:
+    table = _table_module()
+    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    assert table.readme_block(readme) == table.render(), "run: python scripts/settings_table.py --write"
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    table = _table_module()
+    for setting in SETTINGS:
+        assert f"``{setting.name}``" in readme
+        assert f"default ``{table._default(setting.default)}``" in readme
+
+
+def test_settings_table_defaults_are_the_config_defaults() -> None:
+    config = Config.from_settings({})
+    assert config.recent_size == 20
+    for setting in SETTINGS:
+        if setting.name == "DOMAINSTATE_TTL":
+            continue
+        field = setting.name.removeprefix("DOMAINSTATE_").lower()
+        value = getattr(config, field)
+        expected = setting.default
+        if isinstance(expected, dict):
+            assert dict(value) == expected, setting.name
+        else:
+            assert value == expected, setting.name
