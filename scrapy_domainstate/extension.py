@@ -36,7 +36,7 @@ class DomainStateExtension:
             self._timer = task.LoopingCall(self.manager.flush)
             self._timer.start(interval, now=False)
 
-    def spider_closed(self, spider: Any = None, reason: str = "") -> None:
+    def spider_closed(self, spider: Any = None, reason: str = "") -> Any:
         if self._timer is not None and self._timer.running:
             self._timer.stop()
-        self.manager.close()
+        return self.manager.close()

@@ -61,7 +61,7 @@ class DomainStateManager:
         self.store: DomainStore = create_store(config, self.policy)
         self.clock: Callable[[], float] = time.time
         self.opened = False
-        self.degraded = False
+        self.remote: Any = None
         self._warned_store = False
         self._probes: dict[str, list[Deferred[None]]] = {}
         self._cert_verdicts: dict[str, Verdict | None] = {}
@@ -92,6 +92,8 @@ class DomainStateManager:
                 raise NotConfigured("scrapy-domainstate is disabled (DOMAINSTATE_ENABLED=False)")
             manager = cls(crawler, config)
             setattr(crawler, _ATTR, manager)
+            # Public handle, for ``scrapy shell`` and user code: ``crawler.domainstate``.
+            crawler.domainstate = manager  # type: ignore[attr-defined]
         return manager
 
     def spider_enabled(self) -> bool:
@@ -103,18 +105,37 @@ class DomainStateManager:
             return
         self.store.open()
         self.opened = True
+        from .shell import register
+
+        register(self)
+        if self.config.remote_url:
+            from .remote import RemoteClient
+
+            self.remote = RemoteClient.from_config(self.config)
         logger.info("scrapy-domainstate: using %s", self.store.describe(), extra={"crawler": self.crawler})
 
-    def close(self) -> None:
+    def close(self) -> Deferred[None] | None:
+        """Flush and close the store; returns a Deferred while the remote client drains."""
         if not self.opened:
-            return
+            return None
         self.flush()
         self._state_stats()
+        for name in ("corrupt_records", "evicted", "errors", "dropped", "short_circuits", "conflicts"):
+            value = getattr(self.store, name, 0)
+            if isinstance(value, int) and value:
+                self.stats.set_value(f"domainstate/store/{name}", value)
         try:
             self.store.close()
         except Exception:
             self._store_failed("close")
         self.opened = False
+        if self.remote is not None:
+            for name, value in self.remote.counters().items():
+                if value:
+                    self.stats.set_value(f"domainstate/remote/{name}", value)
+            remote, self.remote = self.remote, None
+            return remote.close()
+        return None
 
     def flush(self) -> None:
         try:
@@ -218,7 +239,8 @@ class DomainStateManager:
         if waiters is None:
             self._probes[domain] = []
             try:
-                await self._probe(request, domain)
+                if not await self._ask_remote(domain):
+                    await self._probe(request, domain)
             finally:
                 for waiter in self._probes.pop(domain, []):
                     if not waiter.called:
@@ -239,6 +261,37 @@ class DomainStateManager:
 
     def _probe_wait_timeout(self, result: Any, timeout: float) -> None:
         self.stats.inc_value("domainstate/probe/wait_timeout")
+
+    async def _ask_remote(self, domain: str) -> bool:
+        """First sight: adopt the fleet's verdict when its consensus is strong. True if adopted."""
+        if self.remote is None:
+            return False
+        from scrapy.utils.defer import maybe_deferred_to_future
+
+        from .remote import adoption_ttl
+
+        verdict = await maybe_deferred_to_future(self.remote.lookup(domain))
+        if verdict is None:
+            return False
+        now = self.clock()
+        try:
+            state = self.remote.adopt(self.store.get(domain), verdict, now)
+            if state is None or state is State.UNKNOWN:
+                return False
+            self.store.set_state(domain, state, now, ttl=adoption_ttl(verdict, now))
+        except Exception:
+            self._store_failed("write")
+            return False
+        self.stats.inc_value(f"domainstate/remote/adopted/{state}")
+        logger.info(
+            "Domain %s: adopted %s from the shared-state service (consensus %.2f of %d reporters)",
+            domain,
+            state,
+            verdict.consensus,
+            verdict.reporters,
+            extra={"crawler": self.crawler},
+        )
+        return True
 
     async def _probe(self, request: Request, domain: str) -> None:
         probe = request.replace(
@@ -313,6 +366,8 @@ class DomainStateManager:
             self.crawler.signals.send_catch_log(
                 signals.state_changed, transition=transition, stat=stat, request=request, spider=spider
             )
+            if self.remote is not None and transition.new in (State.DEAD, State.ANTIBOT_HARD):
+                self.remote.report(domain, transition.new, stat.last_seen, verdict.error_class)
         return stat, transition
 
     def _useful(self, response: Response) -> Outcome | None:

@@ -157,7 +157,10 @@ async def test_head_not_conclusive(sites: Any, crawl_settings: Any, run_crawl: A
     for url in urls:
         assert result.response_for(url).status == 200
     rec = record_of(settings, "head-404.test")
-    assert [(e.method, e.outcome) for e in rec.recent] == [(Method.HEAD, Outcome.DEAD), (Method.FETCH, Outcome.OK_CONTACT)]
+    assert [(e.method, e.outcome) for e in rec.recent] == [
+        (Method.HEAD, Outcome.DEAD),
+        (Method.FETCH, Outcome.OK_CONTACT),
+    ]
     # 405 says nothing: only the fetch is in the history.
     assert [e.method for e in record_of(settings, "head-405.test").recent] == [Method.FETCH]
 

@@ -33,8 +33,15 @@ Design (the README's "Running a fleet" section quotes these):
   traceback per outage, counted in ``errors``; the next flush after Redis is back writes
   the buffer. The buffer is capped (:attr:`RedisStore.max_buffered`); beyond it the
   oldest buffered outcomes are dropped, counted in ``dropped``, with a warning.
-- **Start-up fails loudly**: no URL is a ``ConfigError`` naming ``DOMAINSTATE_REDIS_URL``;
-  an unreachable server is a ``StoreError`` naming the URL (password masked).
+- **Start-up fails loudly**: no URL is a ``ConfigError`` naming ``DOMAINSTATE_REDIS_URL``
+  (Scrapy's ``REDIS_URL``, as scrapy-redis reads it, is the fallback); an unreachable
+  server, or one older than Redis 6.2 (``SET ... PXAT``, ``ZADD ... GT``), is a
+  ``StoreError`` naming the URL with its password masked. Nothing connects before ``open()``.
+- **Synchronous, like the LMDB store**: one ``GET`` per decision (only the fixed header
+  is decoded), one ``GET`` per outcome of a domain with nothing buffered, and one
+  transaction per ``chunk_size`` domains per flush. While Redis is down, decisions are
+  those for a domain seen for the first time, refined by this process's own buffered
+  outcomes.
 - **Record expiry in Redis.** States expire lazily and an expired record keeps its
   counters, so Redis must not drop a record while it still means something. A record
   stops influencing decisions once its state has run down to ``unknown`` with its history
@@ -54,6 +61,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -63,7 +71,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 try:
     import redis
     from redis.backoff import NoBackoff
-    from redis.exceptions import RedisError, ResponseError, WatchError
+    from redis.exceptions import RedisClusterException, RedisError, ResponseError, WatchError
     from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis store needs redis-py: pip install 'scrapy-domainstate[redis]'") from exc
@@ -120,9 +128,11 @@ def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
+_TAGGED_PREFIX = re.compile(r"[^{}]*\{[^{}]+\}[^{}]*")
+
+
 def _has_hash_tag(prefix: str) -> bool:
-    start = prefix.find("{")
-    return start != -1 and prefix.find("}", start + 2) != -1
+    return _TAGGED_PREFIX.fullmatch(prefix) is not None
 
 
 def _disconnect_cause(exc: BaseException) -> BaseException | None:
@@ -205,6 +215,11 @@ class RedisStore(DomainStore):
                 "DOMAINSTATE_REDIS_URL is not set: the Redis store needs a URL such as "
                 "redis://localhost:6379/0 (REDIS_URL is used when DOMAINSTATE_REDIS_URL is unset)"
             )
+        if ("{" in self.prefix or "}" in self.prefix) and not _has_hash_tag(self.prefix):
+            raise ConfigError(
+                f"DOMAINSTATE_REDIS_PREFIX {self.prefix!r}: braces are allowed only as one Redis Cluster "
+                "hash tag such as '{domainstate}:'"
+            )
         masked = mask_url(url)
         kwargs: dict[str, Any] = {
             "socket_timeout": self.socket_timeout,
@@ -218,6 +233,7 @@ class RedisStore(DomainStore):
         cluster = self._cluster_wanted
         try:
             client.ping()
+            self._check_version(client, masked)
             if cluster is None:
                 try:
                     cluster = bool(client.info("cluster").get("cluster_enabled"))
@@ -227,7 +243,7 @@ class RedisStore(DomainStore):
                 client.close()
                 client = redis.RedisCluster.from_url(url, **kwargs)
                 client.ping()
-        except RedisError as exc:
+        except (RedisError, RedisClusterException) as exc:
             client.close()
             raise StoreError(f"Redis store: cannot reach {masked} (DOMAINSTATE_REDIS_URL): {exc}") from exc
         self._client = client
@@ -242,6 +258,21 @@ class RedisStore(DomainStore):
             ", cluster, one transaction per domain" if self._per_domain else (", cluster" if self._cluster else ""),
         )
 
+    @staticmethod
+    def _check_version(client: Any, masked: str) -> None:
+        """SET ... PXAT and ZADD ... GT need Redis 6.2; say so at start-up rather than mid-crawl."""
+        try:
+            version = str(client.info("server").get("redis_version", ""))
+        except ResponseError:
+            return  # INFO disabled: trust the operator
+        try:
+            major_minor = tuple(int(part) for part in version.split(".")[:2])
+        except ValueError:
+            return
+        if len(major_minor) == 2 and major_minor < (6, 2):
+            client.close()
+            raise StoreError(f"Redis store: {masked} runs Redis {version}; the Redis store needs Redis 6.2 or later")
+
     def close(self) -> None:
         """Write what is buffered (one attempt, even while the breaker is open) and disconnect."""
         client = self._client
@@ -252,7 +283,11 @@ class RedisStore(DomainStore):
             if self._done_tokens:
                 self._unlink_quietly(self._done_tokens)
         except StoreError as exc:
-            raise StoreError(f"{exc} ({self._n_pending} buffered outcomes were not written)") from exc
+            lost = self._n_pending + len(self._url_pending)
+            logger.error(
+                "domainstate: closing %s with %d buffered outcomes not written: %s", self.describe(), lost, exc
+            )
+            raise StoreError(f"{exc} ({lost} buffered outcomes were not written)") from exc
         finally:
             self._client = None
             client.close()
