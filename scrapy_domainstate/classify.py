@@ -353,8 +353,7 @@ def _causes(exc: BaseException, limit: int = 32) -> list[BaseException]:
     out: list[BaseException] = []
     queue: list[Any] = [exc]
     while queue and len(out) < limit:
-        item = queue.pop(0)
-        item = getattr(item, "value", item) if not isinstance(item, BaseException) else item
+        item = _unwrap_failure(queue.pop(0))
         if not isinstance(item, BaseException) or id(item) in seen:
             continue
         seen.add(id(item))
@@ -368,6 +367,14 @@ def _causes(exc: BaseException, limit: int = 32) -> list[BaseException]:
             if isinstance(inner, BaseException):
                 queue.append(inner)
     return out
+
+
+def _unwrap_failure(item: Any) -> Any:
+    """The exception inside a Twisted ``Failure`` (itself a ``BaseException`` since Twisted 24)."""
+    value = getattr(item, "value", None)
+    if isinstance(value, BaseException) and type(item).__name__ == "Failure":
+        return value
+    return item
 
 
 def _messages(nodes: Iterable[BaseException]) -> str:
@@ -554,9 +561,9 @@ class Classifier:
         for c in self._markers:
             if c.allowed is not None and status not in c.allowed:
                 continue
-            if c.kind in ("body", "regex") and (
-                not body or (c.marker.interstitial and not small and status not in BLOCK_STATUSES)
-            ):
+            if c.kind in ("body", "regex", "title") and not body:
+                continue
+            if c.marker.interstitial and not small and status not in BLOCK_STATUSES:
                 continue
             eligible.append(c)
         literals: set[bytes] = set()
@@ -692,8 +699,8 @@ class Classifier:
             hdrs = self._headers(headers)
             low, size = self._prepare(hdrs, body)
             verdict = self._antibot(status, hdrs, low, size)
-        except Exception:
-            return Verdict(Outcome.NETWORK_ERROR, None, "classify-error")
+        except Exception:  # never expected; "no evidence" rather than a crash or a wrong state
+            return Verdict(Outcome.NO_VERDICT, None, "classify-error")
         if verdict is not None:
             return verdict
         if status in (404, 410):
@@ -704,7 +711,7 @@ class Classifier:
             200 <= status < 300
             and low
             and size < JS_SHELL_MAX_BYTES
-            and "html" in (hdrs.get("content-type") or "html")
+            and "html" in (hdrs.get("content-type") or "html").lower()
             and b"<script" in low
             and _visible_text_below(low, JS_SHELL_MIN_TEXT)
         ):
@@ -727,10 +734,9 @@ class Classifier:
             return Verdict(Outcome.NETWORK_ERROR, None, _class_name(exc) if isinstance(exc, BaseException) else None)
 
     def _failure(self, exc: Any) -> Verdict:
+        exc = _unwrap_failure(exc)
         if not isinstance(exc, BaseException):
-            exc = getattr(exc, "value", None)  # twisted.python.failure.Failure
-            if not isinstance(exc, BaseException):
-                return Verdict(Outcome.NETWORK_ERROR, None, "unknown", browser_fixable=True)
+            return Verdict(Outcome.NETWORK_ERROR, None, "unknown", browser_fixable=True)
         types = _failure_types()
         nodes = _causes(exc)
 

@@ -63,7 +63,7 @@ _extractor: TLDExtract | None = None
 
 def _get_extractor() -> TLDExtract:
     """Build the suffix-list extractor once, from the bundled snapshot only."""
-    global _extractor  # noqa: PLW0603 - lazily built module-level singleton
+    global _extractor
     extractor = _extractor
     if extractor is None:
         with _extractor_lock:

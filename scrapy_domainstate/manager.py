@@ -412,7 +412,15 @@ class DomainStateManager:
             tls = self._certificate_verdict(response)
             if tls is not None:
                 verdict = tls
-        if verdict.success and not verdict.browser_fixable:
+        if verdict.success and verdict.browser_fixable and method is Method.FETCH:
+            # A script-only page shell: nothing to judge yet. If the browser will
+            # render it, only the render is evidence (a shell is not "ok-empty":
+            # counting it would push a JavaScript site toward cold).
+            reissue = self._maybe_reissue(request, verdict, method)
+            if reissue is not None:
+                self.stats.inc_value("domainstate/not_evidence")
+                return reissue
+        if verdict.success:
             if self.config.outcome == "items" and self._outcome_fn is None:
                 meta[META_PENDING] = (domain, method, verdict.status)
                 return response

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "BLOCK_STATUSES",
@@ -68,8 +68,8 @@ class Marker:
 
     ``hard``: a firewall block or ban (evidence ``block:<vendor>:<name>``) rather than a
     challenge (``challenge:<vendor>:<name>``). ``needs_block_status``: the status must be in
-    ``statuses`` or, when that is empty, in :data:`BLOCK_STATUSES`. ``interstitial`` (body and
-    regex markers): only on a block status or a body of at most :data:`SMALL_PAGE` bytes.
+    ``statuses`` or, when that is empty, in :data:`BLOCK_STATUSES`. ``interstitial`` (body, regex
+    and title markers): only on a block status or a body of at most :data:`SMALL_PAGE` bytes.
     ``requires``: literals that must also be in the body prefix.
     """
 
@@ -94,24 +94,24 @@ class Marker:
         return None
 
 
-def _header(name: str, *headers: str, values: tuple[str, ...] = (), **kw: object) -> Marker:
-    return Marker("header", name, tuple(headers), values=values, **kw)  # type: ignore[arg-type]
+def _header(name: str, *headers: str, values: tuple[str, ...] = (), **kw: Any) -> Marker:
+    return Marker("header", name, tuple(headers), values=values, **kw)
 
 
 def _status(name: str, *statuses: int) -> Marker:
     return Marker("status", name, statuses=frozenset(statuses))
 
 
-def _title(name: str, *titles: str, **kw: object) -> Marker:
-    return Marker("title", name, tuple(titles), **kw)  # type: ignore[arg-type]
+def _title(name: str, *titles: str, **kw: Any) -> Marker:
+    return Marker("title", name, tuple(titles), **kw)
 
 
-def _body(name: str, *patterns: str, **kw: object) -> Marker:
-    return Marker("body", name, tuple(patterns), **kw)  # type: ignore[arg-type]
+def _body(name: str, *patterns: str, **kw: Any) -> Marker:
+    return Marker("body", name, tuple(patterns), **kw)
 
 
-def _regex(name: str, pattern: str, anchor: str, **kw: object) -> Marker:
-    return Marker("regex", name, (pattern,), anchor=anchor, **kw)  # type: ignore[arg-type]
+def _regex(name: str, pattern: str, anchor: str, **kw: Any) -> Marker:
+    return Marker("regex", name, (pattern,), anchor=anchor, **kw)
 
 
 _CF_BLOCK_STATUSES = frozenset({403, 429, 503})
@@ -148,7 +148,6 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 "challenge-platform/",
                 interstitial=True,
             ),
-            _body("checking-browser", "checking your browser", interstitial=True),
             _body("verifying-human", "verifying you are human", interstitial=True),
             # Turnstile is embedded in normal login forms: only on a challenge status.
             _body("turnstile", "cf-turnstile", "cf-chl-widget-", needs_block_status=True),
@@ -195,7 +194,8 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
         "akamai": (
             _regex(
                 "reference",
-                r"reference\s*#\s*\d+\.[0-9a-f]+\.\d+\.[0-9a-f]+",
+                # Raw pages write it with entities: "Reference&#32;&#35;18&#46;2d351ab8&#46;...".
+                r"reference(?:\s|&#32;)*(?:#|&#35;)(?:\s|&#32;)*\d+(?:\.|&#46;)[0-9a-f]+(?:\.|&#46;)\d+(?:\.|&#46;)[0-9a-f]+",
                 "reference",
                 hard=True,
                 interstitial=True,
@@ -222,7 +222,7 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 requires=("access denied",),
             ),
             # The firewall's CAPTCHA and JavaScript challenge pages.
-            _title("title", "sucuri website firewall"),
+            _title("title", "sucuri website firewall", interstitial=True),
             _body("cloudproxy-js", "sucuri_cloudproxy_js", interstitial=True),
         ),
         "kasada": (
@@ -234,7 +234,7 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             _header("x-vercel-mitigated", "x-vercel-mitigated", values=("challenge",)),
             _title("title", "vercel security checkpoint"),
         ),
-        "ddos-guard": (_title("title", "ddos-guard"),),
+        "ddos-guard": (_title("title", "ddos-guard", interstitial=True),),
         "anubis": (
             _body("challenge", "anubis_challenge", interstitial=True),
             _title(
@@ -248,8 +248,9 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
         "f5": (
             _body(
                 "asm-rejected",
-                "the requested url was rejected. please consult with your administrator",
+                "the requested url was rejected",
                 interstitial=True,
+                requires=("support id",),
             ),
         ),
         "zyte": (_header("crawlera-banned", "x-crawlera-error", values=("banned",)),),
@@ -262,7 +263,12 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             _body("geetest", "geetest", needs_block_status=True),
             _body("friendly-captcha", "frc-captcha", needs_block_status=True),
         ),
-        "generic": (_status("429", 429),),
+        # Last: anything more specific names the vendor first.
+        "generic": (
+            # Cloudflare's legacy interstitial, DDoS-Guard and others all say it.
+            _body("checking-browser", "checking your browser", interstitial=True),
+            _status("429", 429),
+        ),
     }
 )
 

@@ -174,8 +174,8 @@ class Policy:
         start_state = stat.state if stat is not None else State.UNKNOWN
         new = before.copy() if before is stat else before
         new.last_seen = max(new.last_seen, now)
-        if new.first_seen == 0.0:
-            new.first_seen = now
+        # Entries from several processes may arrive out of order.
+        new.first_seen = min(new.first_seen, now) if new.first_seen else now
 
         if entry.method is Method.HEAD:
             new.probed_at = now

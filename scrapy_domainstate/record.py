@@ -110,19 +110,23 @@ _FIELDS = tuple(DomainStat.__dataclass_fields__)
 
 # ---------------------------------------------------------------- encoding
 
-VERSION = 1
+VERSION = 2
 _STATES = list(State)
 _METHODS = list(Method)
 _OUTCOMES = list(Outcome)
 _STATE_CODE = {s: i for i, s in enumerate(_STATES)}
 _METHOD_CODE = {m: i for i, m in enumerate(_METHODS)}
 _OUTCOME_CODE = {o: i for i, o in enumerate(_OUTCOMES)}
+#: entry code byte -> (method, outcome)
+_CODES = {(mi << 4) | oi: (m, o) for mi, m in enumerate(_METHODS) for oi, o in enumerate(_OUTCOMES)}
 
-# version, state, n_recent, domain length, 5 counters, 4 timestamps, expires
-# (NaN = no TTL), probed_at.
-_HEADER = struct.Struct("<BBBH5I6d")
+# version, state, n_recent, domain length, 5 counters, first_seen, last_seen,
+# state_changed_at, state_expires_at (NaN = no TTL), probed_at. Then the domain,
+# then the table of the distinct error classes of the entries (count, then each
+# as length + UTF-8), then the entries.
+_HEADER = struct.Struct("<BBBH5I5d")
 # seconds after first_seen, method<<4 | outcome, status (0 = none),
-# error-class length (0 = none).
+# 1 + index of the error class in the table (0 = none).
 _ENTRY = struct.Struct("<IBHB")
 _U32 = 0xFFFFFFFF
 
@@ -151,24 +155,33 @@ def encode(stat: DomainStat) -> bytes:
             stat.state_changed_at,
             float("nan") if expires is None else expires,
             stat.probed_at,
-            0.0,
         ),
         domain,
     ]
     base = stat.first_seen
+    table: dict[bytes, int] = {}
+    packed = []
     for entry in recent:
         err = (entry.error_class or "").encode("utf-8")[:255]
+        index = 0
+        if err:
+            index = table.get(err, 0)
+            if not index:
+                index = table[err] = len(table) + 1
         offset = int(entry.at - base)
-        parts.append(
+        packed.append(
             _ENTRY.pack(
                 min(max(offset, 0), _U32),
                 (_METHOD_CODE[entry.method] << 4) | _OUTCOME_CODE[entry.outcome],
                 entry.status or 0,
-                len(err),
+                index,
             )
         )
-        if err:
-            parts.append(err)
+    parts.append(bytes((len(table),)))
+    for err in table:
+        parts.append(bytes((len(err),)))
+        parts.append(err)
+    parts.extend(packed)
     return b"".join(parts)
 
 
@@ -196,29 +209,24 @@ def decode(data: bytes) -> DomainStat:
         if len(domain.encode("utf-8")) != dlen:
             raise RecordError("truncated domain")
         pos += dlen
+        table: list[str | None] = [None]
+        for _ in range(data[pos]):
+            elen = data[pos + 1]
+            raw = data[pos + 2 : pos + 2 + elen]
+            if len(raw) != elen or not elen:
+                raise RecordError("truncated error class")
+            table.append(raw.decode("utf-8", "replace"))
+            pos += 1 + elen
+        pos += 1
         base = head[9]
-        recent = []
-        for _ in range(n_recent):
-            offset, code, status, elen = _ENTRY.unpack_from(data, pos)
-            pos += _ENTRY.size
-            err = None
-            if elen:
-                raw = data[pos : pos + elen]
-                if len(raw) != elen:
-                    raise RecordError("truncated entry")
-                err = raw.decode("utf-8", "replace")
-                pos += elen
-            recent.append(
-                RecentEntry(
-                    base + offset,
-                    _METHODS[code >> 4],
-                    _OUTCOMES[code & 0x0F],
-                    status or None,
-                    err,
-                )
-            )
-        if pos != len(data):
-            raise RecordError("trailing bytes")
+        end = pos + n_recent * _ENTRY.size
+        if end != len(data):
+            raise RecordError("truncated entries" if end > len(data) else "trailing bytes")
+        codes = _CODES
+        recent = [
+            RecentEntry(base + offset, *codes[code], status or None, table[index])
+            for offset, code, status, index in _ENTRY.iter_unpack(data[pos:end])
+        ]
         expires = head[12]
         return DomainStat(
             domain=domain,
@@ -237,5 +245,5 @@ def decode(data: bytes) -> DomainStat:
         )
     except RecordError:
         raise
-    except (struct.error, IndexError, TypeError, UnicodeDecodeError, ValueError) as exc:
+    except (struct.error, IndexError, KeyError, TypeError, UnicodeDecodeError, ValueError) as exc:
         raise RecordError(f"corrupt record: {exc}") from exc

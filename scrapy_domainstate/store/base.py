@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..config import Config
@@ -106,16 +106,20 @@ class DomainStore(ABC):
         try:
             return self._load_raw(domain)
         except RecordError as exc:
-            self.corrupt_records += 1
-            if not self._warned_corrupt:
-                self._warned_corrupt = True
-                logger.warning(
-                    "Corrupt domainstate record for %s in %s (%s): treating it as unknown",
-                    domain,
-                    self.describe(),
-                    exc,
-                )
+            self._note_corrupt(domain, exc)
             return None
+
+    def _note_corrupt(self, domain: str, exc: Exception) -> None:
+        """Count an undecodable record (treated as unknown); warn once per store."""
+        self.corrupt_records += 1
+        if not self._warned_corrupt:
+            self._warned_corrupt = True
+            logger.warning(
+                "Corrupt domainstate record for %s in %s (%s): treating it as unknown",
+                domain,
+                self.describe(),
+                exc,
+            )
 
     def get(self, domain: str) -> DomainStat | None:
         """The record as this process sees it (stored, plus its pending outcomes)."""
@@ -178,6 +182,14 @@ class DomainStore(ABC):
         """Overwrite a record, dropping this process's pending outcomes for it."""
         self._discard_pending(stat.domain)
         self._put(stat)
+
+    def put_many(self, stats: Iterable[DomainStat]) -> int:
+        """Overwrite many records; stores override it to write them in one transaction."""
+        n = 0
+        for stat in stats:
+            self.put(stat)
+            n += 1
+        return n
 
     def delete(self, domain: str) -> bool:
         self._discard_pending(domain)

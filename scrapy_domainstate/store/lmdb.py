@@ -21,20 +21,31 @@ killed. A full map is doubled (under an exclusive ``flock`` on
 ``<path>/resize.lock``, so two processes never resize at once) and the batch
 retried; a map grown by another process is adopted (``set_mapsize(0)``).
 
+Hot paths: :meth:`LmdbStore.decide` reads the record's header only. A flush
+compares each stored record with the bytes this process read before applying its
+outcomes; when nobody else wrote it meanwhile, the locally applied record *is*
+the result (no decode, no re-apply), otherwise the entries are re-applied to the
+stored record. Records this process read or wrote are remembered (bytes and
+decoded form, bounded) so that reading one again costs a byte comparison.
+
 One environment per path per process: LMDB must not open the same files twice in
 one process (its POSIX locks belong to the process), so every :class:`LmdbStore`
 on a path shares one handle from a registry, reference counted. A handle is never
-used in a child after ``fork()``: the child opens its own.
+used in a child after ``fork()``: the child closes the inherited handle unused
+(py-lmdb 3 refuses to open files that are open in the process, and LMDB's close
+only clears the reader slots of the calling process) and opens its own; outcomes
+the parent had buffered stay the parent's to flush.
 """
 
 from __future__ import annotations
 
 import fcntl
+import itertools
 import logging
 import os
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import lmdb
@@ -67,6 +78,8 @@ MAX_GROWTHS = 24
 MAX_RETRIES = 8
 #: LMDB's default maximum key size is 511 bytes; the LRU key adds 8.
 MAX_KEY = 500
+#: Records this process remembers (bytes + decoded) to skip decoding them again.
+KNOWN_RECORDS = 4096
 
 
 def _lru_key(last_seen: float, key: bytes) -> bytes:
@@ -147,8 +160,9 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
         if not readonly and env.info()["map_size"] < map_size:
             env.set_mapsize(map_size)
         if readonly:
-            with env.begin() as txn:
-                dbs = [env.open_db(name, txn=txn, create=False) for name in (_RECORDS, _LRU, _URLS)]
+            # Not in a `with env.begin()` block: a read transaction is aborted at its
+            # end, and the handles it opened with it.
+            dbs = [env.open_db(name, create=False) for name in (_RECORDS, _LRU, _URLS)]
         else:
             with env.begin(write=True) as txn:
                 dbs = [env.open_db(name, txn=txn, create=True) for name in (_RECORDS, _LRU, _URLS)]
@@ -236,11 +250,16 @@ class LmdbStore(DomainStore):
         self._shared: _Shared | None = None
         #: URL dead marks not written yet (they ride with the next batch).
         self._url_pending: dict[str, float] = {}
-        #: domain -> (raw bytes, LRU key) of the stored record this process's
-        #: view of the domain was computed from (see _write_batch).
-        self._base_raw: dict[str, tuple[bytes | None, bytes | None]] = {}
+        #: domain -> (stored bytes, the record they decode to, its LRU key) as this
+        #: process last read or wrote them. Only ever used after comparing the bytes
+        #: with what is stored now, so it cannot go stale: it saves the decode of a
+        #: record nobody else changed, and is the base of the view (_write_batch).
+        self._known: dict[str, tuple[bytes | None, DomainStat | None, bytes | None]] = {}
+        self._known_max = max(KNOWN_RECORDS, 2 * self.config.flush_size)
         self._warned_key = False
+        #: Times this store doubled the map / adopted a map grown by another process.
         self.map_growths = 0
+        self.map_adoptions = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -277,7 +296,7 @@ class LmdbStore(DomainStore):
                 self.flush()
         finally:
             self._shared = None
-            self._base_raw.clear()
+            self._known.clear()
             _release(shared)
 
     def describe(self) -> str:
@@ -289,7 +308,7 @@ class LmdbStore(DomainStore):
             logger.debug("Dropping %d outcomes buffered by the parent process before fork()", self._n_pending)
         self._pending, self._view, self._n_pending = {}, {}, 0
         self._url_pending.clear()
-        self._base_raw.clear()
+        self._known.clear()
         self._shared = None
 
     def _h(self) -> _Shared:
@@ -309,13 +328,24 @@ class LmdbStore(DomainStore):
             try:
                 with shared.env.begin() as txn:
                     return fn(txn, shared)
-            except lmdb.MapResizedError:
-                shared.env.set_mapsize(0)
-            except lmdb.ReadersFullError:
-                shared.env.reader_check()
+            except (lmdb.MapResizedError, lmdb.ReadersFullError) as exc:
+                self._recover(shared, exc)
             except lmdb.Error as exc:
                 raise StoreError(f"{self.describe()}: {exc}") from exc
         raise StoreError(f"{self.describe()}: read failed after {MAX_RETRIES} retries")
+
+    def _recover(self, shared: _Shared, exc: lmdb.Error) -> None:
+        """Make the next transaction possible after a full map, a map grown elsewhere, a full reader table."""
+        try:
+            if isinstance(exc, lmdb.MapFullError):
+                self._grow(shared)
+            elif isinstance(exc, lmdb.MapResizedError):
+                shared.env.set_mapsize(0)  # adopt the size another process committed
+                self.map_adoptions += 1
+            else:
+                shared.env.reader_check()  # free the slots of dead processes
+        except (lmdb.Error, OSError) as err:
+            raise StoreError(f"{self.describe()}: cannot recover from {exc}: {err}") from err
 
     def _write(self, fn: Callable[[Any, _Shared], T]) -> T:
         """Run ``fn(txn, shared)`` in one write transaction, growing the map as needed.
@@ -331,21 +361,18 @@ class LmdbStore(DomainStore):
             try:
                 with shared.env.begin(write=True) as txn:
                     return fn(txn, shared)
-            except lmdb.MapFullError:
+            except lmdb.MapFullError as exc:
                 growths += 1
                 if growths > MAX_GROWTHS:
                     raise StoreError(
                         f"{self.describe()}: the map is still full after {MAX_GROWTHS} doublings"
                     ) from None
-                self._grow(shared)
+                self._recover(shared, exc)
             except (lmdb.MapResizedError, lmdb.ReadersFullError) as exc:
                 retries += 1
                 if retries > MAX_RETRIES:
                     raise StoreError(f"{self.describe()}: {exc}") from exc
-                if isinstance(exc, lmdb.MapResizedError):
-                    shared.env.set_mapsize(0)
-                else:
-                    shared.env.reader_check()
+                self._recover(shared, exc)
             except lmdb.Error as exc:
                 raise StoreError(f"{self.describe()}: {exc}") from exc
 
@@ -371,18 +398,6 @@ class LmdbStore(DomainStore):
 
     # ------------------------------------------------------------ corrupt
 
-    def _note_corrupt(self, domain: str, exc: RecordError) -> None:
-        # Same accounting as DomainStore._load: count every one, warn once.
-        self.corrupt_records += 1
-        if not self._warned_corrupt:
-            self._warned_corrupt = True
-            logger.warning(
-                "Corrupt domainstate record for %s in %s (%s): treating it as unknown",
-                domain,
-                self.describe(),
-                exc,
-            )
-
     def _key(self, domain: str) -> bytes | None:
         key = domain.encode("utf-8")
         if len(key) > MAX_KEY or not key:
@@ -399,16 +414,27 @@ class LmdbStore(DomainStore):
         if key is None:
             return None
         raw = self._read(lambda txn, sh: txn.get(key, db=sh.records))
-        base = self._base_raw
-        if len(base) > len(self._view) + 256:
-            self._base_raw = base = {d: v for d, v in base.items() if d in self._view}
+        known = self._known.get(domain)
+        if known is not None and known[0] == raw and (raw is None or known[1] is not None):
+            return known[1]
         if raw is None:
-            base[domain] = (None, None)
+            self._remember(domain, None, None, None)
             return None
-        base[domain] = (raw, None)
+        self._remember(domain, raw, None, None)  # the view's base, even if corrupt
         stat = decode(raw)  # RecordError: DomainStore._load counts and warns
-        base[domain] = (raw, _lru_key(stat.last_seen, key))
+        self._known[domain] = (raw, stat, _lru_key(stat.last_seen, key))
         return stat
+
+    def _remember(self, domain: str, raw: bytes | None, stat: DomainStat | None, lru: bytes | None) -> None:
+        known = self._known
+        known.pop(domain, None)
+        known[domain] = (raw, stat, lru)
+        if len(known) > self._known_max:
+            # Forget the oldest quarter, keeping the bases of pending views.
+            view = self._view
+            drop = [d for d in itertools.islice(known, len(known) // 4) if d not in view]
+            for d in drop:
+                del known[d]
 
     def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         """The decision from the record's header only (no full decode).
@@ -424,23 +450,25 @@ class LmdbStore(DomainStore):
             shared = self._h()
         if domain in self._view:
             return super().decide(domain, now)
-        key = domain.encode("utf-8")
-        header = None
         try:
-            with shared.env.begin(db=shared.records, buffers=True) as txn:
-                raw = txn.get(key)
-                if raw is not None:
-                    header = decode_header(raw)
-        except RecordError:
-            return super().decide(domain, now)
-        except lmdb.BadValsizeError:
-            header = None
+            # begin/abort and a bytes copy: measured faster than a `with` block
+            # and buffers=True for a few hundred bytes.
+            txn = shared.env.begin(db=shared.records)
+            try:
+                raw = txn.get(domain.encode("utf-8"))
+            finally:
+                txn.abort()
+        except lmdb.BadValsizeError:  # empty or oversized key: never stored
+            raw = None
         except lmdb.Error:
             return self._decide_slow(domain, now)
         policy = self.policy
-        if header is None:
+        if raw is None:
             return policy.decide(None, now), State.UNKNOWN, policy._expiry(State.UNKNOWN, now)
-        state, expires, changed_at, probed_at = header
+        try:
+            state, expires, changed_at, probed_at = decode_header(raw)
+        except RecordError:
+            return super().decide(domain, now)
         if expires is not None and now >= expires:
             return super().decide(domain, now)
         return policy.decide_state(state, probed_at, changed_at), state, expires
@@ -541,13 +569,15 @@ class LmdbStore(DomainStore):
     def _write_batch(self, batch: dict[str, list[RecentEntry]]) -> dict[str, DomainStat]:
         policy = self.policy
         view = self._view
-        base_raw = self._base_raw
+        known_records = self._known
         urls = dict(self._url_pending)
         keys = {domain: self._key(domain) for domain in batch}
         corrupt: list[tuple[str, RecordError]] = []
+        written: list[tuple[str, bytes, DomainStat, bytes]] = []
 
         def work(txn: Any, sh: _Shared) -> tuple[dict[str, DomainStat], int]:
             corrupt.clear()
+            written.clear()
             records, lru = sh.records, sh.lru
             out: dict[str, DomainStat] = {}
             for domain, entries in batch.items():
@@ -555,11 +585,11 @@ class LmdbStore(DomainStore):
                 if key is None:
                     continue
                 raw = txn.get(key, db=records)
-                known = base_raw.get(domain)
-                if known is not None and known[0] == raw and domain in view and (raw is None or known[1]):
+                known = known_records.get(domain)
+                if known is not None and known[0] == raw and domain in view and (raw is None or known[2]):
                     # Nobody wrote this record since this process read it: the
                     # entries re-applied to it give exactly this process's view.
-                    new, old_lru = view[domain], known[1]
+                    new, old_lru = view[domain], known[2]
                 else:
                     old: DomainStat | None = None
                     old_lru = None
@@ -570,13 +600,15 @@ class LmdbStore(DomainStore):
                         except RecordError as exc:
                             corrupt.append((domain, exc))
                     new = apply_entries(policy, old, domain, entries)
-                txn.put(key, encode(new), db=records)
+                data = encode(new)
+                txn.put(key, data, db=records)
                 new_lru = _lru_key(new.last_seen, key)
                 if old_lru != new_lru:
                     if old_lru is not None:
                         txn.delete(old_lru, db=lru)
                     txn.put(new_lru, b"", db=lru)
                 out[domain] = new
+                written.append((domain, data, new, new_lru))
             evicted = self._evict(txn, sh)
             self._put_urls(txn, sh, urls)
             return out, evicted
@@ -585,8 +617,8 @@ class LmdbStore(DomainStore):
         self.evicted += evicted
         for domain, exc in corrupt:
             self._note_corrupt(domain, exc)
-        for domain in batch:
-            base_raw.pop(domain, None)
+        for domain, data, new, new_lru in written:
+            self._remember(domain, data, new, new_lru)
         self._forget_written_urls(urls)
         return out
 
@@ -631,7 +663,46 @@ class LmdbStore(DomainStore):
             return self._evict(txn, sh)
 
         self.evicted += self._write(work)
-        self._base_raw.pop(stat.domain, None)
+        self._known.pop(stat.domain, None)
+
+    def put_many(self, stats: Iterable[DomainStat], batch: int | None = None) -> int:
+        """Overwrite many records, ``batch`` per transaction (default: all in one, so an
+        import is all or nothing).
+
+        Like :meth:`put` for each (pending outcomes of those domains are dropped),
+        with one fsync per batch instead of one per record. Returns how many.
+        """
+        n = 0
+        chunk: list[tuple[bytes, DomainStat]] = []
+
+        def work(txn: Any, sh: _Shared) -> int:
+            for key, stat in chunk:
+                old_lru = self._stored_lru_key(txn, sh, key)
+                new_lru = _lru_key(stat.last_seen, key)
+                txn.put(key, encode(stat), db=sh.records)
+                if old_lru != new_lru:
+                    if old_lru is not None:
+                        txn.delete(old_lru, db=sh.lru)
+                    txn.put(new_lru, b"", db=sh.lru)
+            return self._evict(txn, sh)
+
+        def write() -> None:
+            self.evicted += self._write(work)
+            chunk.clear()
+
+        for stat in stats:
+            key = self._key(stat.domain)
+            if key is None:
+                continue
+            self._discard_pending(stat.domain)
+            self._known.pop(stat.domain, None)
+            chunk.append((key, stat))
+            n += 1
+            if batch is not None and len(chunk) >= batch:
+                write()
+        if chunk:
+            write()
+        return n
 
     @staticmethod
     def _stored_lru_key(txn: Any, sh: _Shared, key: bytes) -> bytes | None:
@@ -654,7 +725,7 @@ class LmdbStore(DomainStore):
                 txn.delete(old_lru, db=sh.lru)
             return bool(txn.delete(key, db=sh.records))
 
-        self._base_raw.pop(domain, None)
+        self._known.pop(domain, None)
         return self._write(work)
 
     def _clear(self) -> int:
@@ -665,7 +736,7 @@ class LmdbStore(DomainStore):
             return n
 
         self._url_pending.clear()
-        self._base_raw.clear()
+        self._known.clear()
         return self._write(work)
 
     # -------------------------------------------------------- maintenance

@@ -368,24 +368,13 @@ class RedisStore(DomainStore):
             raise RecordError(f"the record under this key is for {stat.domain!r}")
         return stat
 
-    def _corrupt(self, domain: str, exc: Exception) -> None:
-        self.corrupt_records += 1
-        if not self._warned_corrupt:
-            self._warned_corrupt = True
-            logger.warning(
-                "Corrupt domainstate record for %s in %s (%s): treating it as unknown",
-                domain,
-                self.describe(),
-                exc,
-            )
-
     def _decode_or_none(self, domain: str, raw: bytes | None) -> DomainStat | None:
         if raw is None:
             return None
         try:
             return self._decode(domain, raw)
         except RecordError as exc:
-            self._corrupt(domain, exc)
+            self._note_corrupt(domain, exc)
             return None
 
     def _load_raw(self, domain: str) -> DomainStat | None:
@@ -401,7 +390,7 @@ class RedisStore(DomainStore):
             try:
                 state, expires, changed, probed = decode_header(raw)
             except RecordError as exc:
-                self._corrupt(domain, exc)
+                self._note_corrupt(domain, exc)
             else:
                 if expires is None or now < expires:
                     return self.policy.decide_state(state, probed, changed), state, expires

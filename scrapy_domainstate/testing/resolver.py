@@ -1,10 +1,9 @@
 """A table-driven DNS resolver for tests: no query ever leaves the machine.
 
-Use it as Scrapy's ``TWISTED_DNS_RESOLVER`` (pass the class object, ``tests`` is not a
-package)::
+Use it as Scrapy's ``TWISTED_DNS_RESOLVER`` (the class object or its dotted path)::
 
     settings = {
-        "TWISTED_DNS_RESOLVER": TableResolver,
+        "TWISTED_DNS_RESOLVER": "scrapy_domainstate.testing.resolver.TableResolver",
         "DOMAINSTATE_TEST_HOSTS": {"gone.test": NXDOMAIN, "down.test": REFUSED},
     }
 
@@ -40,9 +39,11 @@ What the downloader sees (Scrapy's HTTP/1.1 handler, Twisted ``HostnameEndpoint`
 * :data:`DNS_TIMEOUT`: the resolution never completes; Scrapy's ``DOWNLOAD_TIMEOUT`` cancels
   the download and raises ``DownloadTimeoutError``.
 
-Scrapy installs ``TWISTED_DNS_RESOLVER`` only in ``CrawlerProcess.start()``; a
-``CrawlerRunner`` (what tests use) never does. ``tests/conftest.py`` therefore installs
-this resolver itself, for the whole session and again per crawl (see ``run_crawl``).
+Scrapy installs ``TWISTED_DNS_RESOLVER`` only in ``CrawlerProcess.start()`` (so ``scrapy
+crawl`` and ``scrapy shell`` use it); a ``CrawlerRunner`` (what tests and the demo use) never
+does. ``tests/conftest.py`` therefore installs this resolver itself, for the whole session and
+again per crawl (see ``run_crawl`` in ``tests/crawl.py``), and ``example_project/demo.py`` installs
+it before its crawls.
 """
 
 from __future__ import annotations

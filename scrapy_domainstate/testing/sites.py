@@ -12,7 +12,8 @@ Which behaviour a host gets (:meth:`SiteServer.kind_for`):
    and ``cf-soft`` hosts (longest kind wins), so tests get any number of fresh domains;
 4. otherwise 404 with an ``x-test-unknown-host: 1`` header.
 
-Every kind answers ``/``, ``/page1``, ``/page2``, ``/contact`` and 404 for anything else
+Every kind answers ``/``, ``/page1``, ``/page2``, ``/contact`` (:data:`PAGES`; set
+:attr:`SiteServer.pages` to serve more, e.g. :data:`EXTRA_PAGES`) and 404 for anything else
 (``/missing`` included) -- except that an anti-bot kind answers its challenge or block
 before looking at the path, as a WAF does. See :data:`KINDS` for each kind.
 
@@ -110,6 +111,19 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 PAGES = ("/", "/page1", "/page2", "/contact")
+#: pages a site can also serve, for crawls that look for "about"/"impressum" pages
+#: (``server.pages = (*PAGES, *EXTRA_PAGES)``; the demo does)
+EXTRA_PAGES = ("/about", "/team", "/impressum")
+#: the link text of each page in the navigation bar
+PAGE_TITLES = {
+    "/": "Home",
+    "/page1": "Page one",
+    "/page2": "Page two",
+    "/contact": "Contact",
+    "/about": "About us",
+    "/team": "Our team",
+    "/impressum": "Impressum",
+}
 CLEARANCE_COOKIE = "ds_clear"
 CHALLENGE_ASSET_DELAY = 1.0
 PHONE = "+1-555-0100"
@@ -306,11 +320,9 @@ def _html(title: str, body: str) -> bytes:
     ).encode()
 
 
-def _nav() -> str:
-    return (
-        '<nav><a href="/">Home</a> <a href="/page1">Page one</a> <a href="/page2">Page two</a> '
-        '<a href="/contact">Contact</a></nav>'
-    )
+def _nav(pages: tuple[str, ...] = PAGES) -> str:
+    links = " ".join(f'<a href="{path}">{PAGE_TITLES.get(path, path)}</a>' for path in pages)
+    return f"<nav>{links}</nav>"
 
 
 def _contacts(host: str) -> str:
@@ -321,12 +333,12 @@ def _contacts(host: str) -> str:
     )
 
 
-def friendly_page(host: str, path: str) -> bytes:
-    return _html(f"{host} {path}", f"<h1>{host}</h1>\n{_nav()}\n<p>{_TEXT}</p>\n{_contacts(host)}")
+def friendly_page(host: str, path: str, pages: tuple[str, ...] = PAGES) -> bytes:
+    return _html(f"{host} {path}", f"<h1>{host}</h1>\n{_nav(pages)}\n<p>{_TEXT}</p>\n{_contacts(host)}")
 
 
-def cold_page(host: str, path: str) -> bytes:
-    return _html(f"{host} {path}", f"<h1>{host}</h1>\n{_nav()}\n<p>{_TEXT}</p>")
+def cold_page(host: str, path: str, pages: tuple[str, ...] = PAGES) -> bytes:
+    return _html(f"{host} {path}", f"<h1>{host}</h1>\n{_nav(pages)}\n<p>{_TEXT}</p>")
 
 
 def not_found_page(host: str, path: str) -> bytes:
@@ -397,6 +409,8 @@ class SiteServer:
         self.ca = CertificateAuthority(cert_dir)
         self.sites: dict[str, str] = default_sites()
         self.options: dict[str, dict[str, Any]] = {}
+        #: the paths every site serves (and links in its navigation bar); 404 for the rest
+        self.pages: tuple[str, ...] = PAGES
         self.port = 0
         self.https_ports: dict[str, int] = {}
         self._listeners: list[Any] = []
@@ -460,6 +474,7 @@ class SiteServer:
             self._counters.clear()
         self.sites = default_sites()
         self.options = {}
+        self.pages = PAGES
 
     def reset_log(self) -> None:
         with self._lock:
@@ -582,10 +597,12 @@ class SiteServer:
             request.setHeader(name, value)
         return b"" if request.method == b"HEAD" else body
 
-    def _page(self, request: Request, host: str, path: str, page: Callable[[str, str], bytes]) -> bytes:
-        if path not in PAGES:
+    def _page(
+        self, request: Request, host: str, path: str, page: Callable[[str, str, tuple[str, ...]], bytes]
+    ) -> bytes:
+        if path not in self.pages:
             return self._respond(request, 404, not_found_page(host, path))
-        return self._respond(request, 200, page(host, path))
+        return self._respond(request, 200, page(host, path, self.pages))
 
     # -- content kinds ----------------------------------------------------------------------------
 
@@ -645,7 +662,7 @@ class SiteServer:
         return NOT_DONE_YET
 
     def _js_shell(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
-        if path not in PAGES:
+        if path not in self.pages:
             return self._respond(request, 404, not_found_page(host, path))
         body = (
             b'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>App</title></head>'
@@ -659,7 +676,7 @@ class SiteServer:
         return self._respond(request, 200, body)
 
     def _huge(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes | int:
-        if path not in PAGES:
+        if path not in self.pages:
             return self._respond(request, 404, not_found_page(host, path))
         head = (
             f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{host} huge</title></head>\n'
@@ -682,7 +699,7 @@ class SiteServer:
     def _binary_body(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
         if path == "/logo.png":
             return self._respond(request, 200, _PNG, content_type=b"image/png")
-        if path not in PAGES:
+        if path not in self.pages:
             return self._respond(request, 404, not_found_page(host, path))
         return self._respond(request, 200, self._binary, content_type=b"application/octet-stream")
 

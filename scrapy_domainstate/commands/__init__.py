@@ -1,0 +1,1 @@
+"""Scrapy commands of the plugin: ``scrapy domainstate`` (registered via the ``scrapy.commands`` entry point)."""
