@@ -65,9 +65,16 @@ def _lmdb(tmp_path: Path) -> Backend:
     return Backend("lmdb", make, persistent=True, corrupt=_lmdb_corrupt)
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"memory": _memory, "lmdb": _lmdb}
+def _redis(tmp_path: Path) -> Backend:
+    from redis_server import redis_corrupt, redis_store_factory, shared_redis_url
+
+    make = redis_store_factory(shared_redis_url(), tmp_path)
+    return Backend("redis", lambda config, cls: make(config, cls), persistent=True, corrupt=redis_corrupt)
+
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {"memory": _memory, "lmdb": _lmdb, "redis": _redis}
 #: Marks per backend (e.g. ``{"redis": [pytest.mark.redis]}`` for one that needs a server).
-MARKS: dict[str, list[pytest.MarkDecorator]] = {}
+MARKS: dict[str, list[pytest.MarkDecorator]] = {"redis": [pytest.mark.redis]}
 PARAMS = [pytest.param(name, id=name, marks=MARKS.get(name, [])) for name in BACKENDS]
 
 
