@@ -45,7 +45,8 @@ browser-fixable verdict (timeouts, 403/503, JavaScript shells; not 500/502, DNS,
 refused or 404), one render; BROWSER one render. Every outcome is recorded with
 ``store.record(domain, RecentEntry(...))`` using the classifier's vocabulary
 (``block:...`` for hard blocks, ``js-shell`` as a browser-fixable ``ok-empty``,
-not recorded when the browser renders the page next),
+not recorded when the browser renders the page next; a 404 off the root marks
+the URL dead and is not recorded),
 and a GET answering 404 off the root marks that URL dead.
 
 Assumptions worth knowing when reading the numbers: there is no
@@ -822,8 +823,9 @@ def _run_round(
                             got, ds_c, method, at = get, got_get, GET, now + 0.5
                         res = results[got]
                         outcome = res[0] or (OK_CONTACT if contact else OK_EMPTY)
-                        if not (got == JS_SHELL and decision is FTB):
-                            # a shell the browser will render is not evidence (manager.py)
+                        if not ((got == JS_SHELL and decision is FTB) or got == URL_404):
+                            # not evidence (manager.py): a shell the browser will render, and a
+                            # 404 off the root (only that URL is dead, the domain is untouched)
                             record(domain, RecentEntry(at, method, outcome, res[1], res[2]))
                         if got == URL_404 and method is GET:
                             mark_url_dead(fp, now + url_dead_ttl)

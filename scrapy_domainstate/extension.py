@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
 
 from .manager import DomainStateManager
@@ -36,7 +37,9 @@ class DomainStateExtension:
             self._timer = task.LoopingCall(self.manager.flush)
             self._timer.start(interval, now=False)
 
-    def spider_closed(self, spider: Any = None, reason: str = "") -> Any:
+    async def spider_closed(self, spider: Any = None, reason: str = "") -> None:
         if self._timer is not None and self._timer.running:
             self._timer.stop()
-        return self.manager.close()
+        done = self.manager.close()
+        if done is not None:  # the remote client drains its reports
+            await maybe_deferred_to_future(done)

@@ -8,12 +8,14 @@ signals and the logs in one place. The Scrapy components stay thin.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from pydispatch.dispatcher import getAllReceivers
+from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response, TextResponse
 from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
@@ -47,6 +49,9 @@ META_DECISION = "_domainstate_decision"
 META_PENDING = "_domainstate_pending"
 
 _ATTR = "_domainstate_manager"
+#: Key prefix, in the URL-dead table, of "this domain has dead URLs" marks
+#: (request fingerprints are hex, so they never collide with it).
+_DOMAIN_MARK = "domain:"
 #: Statuses anti-bot walls answer with; a browser may have passed them since.
 _CHALLENGE_STATUSES = frozenset({202, 403, 405, 429, 503})
 
@@ -61,12 +66,20 @@ class DomainStateManager:
         self.store: DomainStore = create_store(config, self.policy)
         self.clock: Callable[[], float] = time.time
         self.opened = False
+        self._open_failed: str | None = None
         self.remote: Any = None
         self._warned_store = False
         self._probes: dict[str, list[Deferred[None]]] = {}
         self._cert_verdicts: dict[str, Verdict | None] = {}
         self._seen: set[str] = set()
+        #: domains this crawler asked the remote service about (first sight without a probe)
+        self._asked: set[str] = set()
         self._browser_items = tuple(config.browser_meta.items())
+        # Scrapy filters log levels in its handler, not the logger: a disabled
+        # DEBUG line still costs a LogRecord. Decide once.
+        level = crawler.settings.get("LOG_LEVEL", "DEBUG")
+        self._debug = crawler.settings.getbool("LOG_ENABLED", True) and level in ("DEBUG", logging.DEBUG)
+        self._domains_with_dead_urls: dict[str, bool] = {}
         self._outcome_fn: Callable[[Response], Any] | None = None
         if config.outcome not in ("contacts", "items"):
             try:
@@ -101,18 +114,47 @@ class DomainStateManager:
         return spider is None or getattr(spider, "domainstate_enabled", True)
 
     def open(self) -> None:
+        """Open the store and the remote client (``spider_opened``).
+
+        When either cannot start (store unreachable, bad ``DOMAINSTATE_REMOTE_URL``), log why and
+        raise :class:`~scrapy.exceptions.CloseSpider` (reason ``domainstate_unavailable``):
+        Scrapy then closes the spider before its first request instead of crawling on without
+        the domains' memory.
+        """
         if self.opened:
             return
-        self.store.open()
+        if self._open_failed is not None:  # the extension and the middleware both call open()
+            raise CloseSpider(self._open_failed)
+        try:
+            self.store.open()
+        except Exception as exc:
+            self._refuse(f"cannot open the store ({self.store.describe()})", "store", exc)
+        if self.config.remote_url:
+            from .remote import RemoteClient
+
+            try:
+                self.remote = RemoteClient.from_config(self.config)
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    self.store.close()
+                self._refuse("cannot use the shared-state service", "remote", exc)
         self.opened = True
         from .shell import register
 
         register(self)
-        if self.config.remote_url:
-            from .remote import RemoteClient
-
-            self.remote = RemoteClient.from_config(self.config)
         logger.info("scrapy-domainstate: using %s", self.store.describe(), extra={"crawler": self.crawler})
+
+    def _refuse(self, what: str, part: str, exc: Exception) -> NoReturn:
+        self._open_failed = "domainstate_unavailable"
+        self.stats.set_value(f"domainstate/open_error/{part}", 1)
+        logger.error(
+            "scrapy-domainstate: %s: %s. Closing the spider before its first request rather than crawling "
+            "without the domains' memory; fix it, or set DOMAINSTATE_ENABLED=False to crawl without the plugin",
+            what,
+            str(exc).rstrip("."),
+            extra={"crawler": self.crawler},
+        )
+        raise CloseSpider(self._open_failed) from exc
 
     def close(self) -> Deferred[None] | None:
         """Flush and close the store; returns a Deferred while the remote client drains."""
@@ -130,11 +172,17 @@ class DomainStateManager:
             self._store_failed("close")
         self.opened = False
         if self.remote is not None:
-            for name, value in self.remote.counters().items():
-                if value:
-                    self.stats.set_value(f"domainstate/remote/{name}", value)
             remote, self.remote = self.remote, None
-            return remote.close()
+
+            def export(_: object) -> None:
+                # after close(): its last round of reports is counted too
+                for name, value in remote.counters().items():
+                    if value:
+                        self.stats.set_value(f"domainstate/remote/{name}", value)
+
+            done: Deferred[None] = remote.close()
+            done.addBoth(export)
+            return done
         return None
 
     def flush(self) -> None:
@@ -192,6 +240,8 @@ class DomainStateManager:
         meta = request.meta
         if meta.get(META_PROBE):
             return None
+        if request.url.endswith("/robots.txt") and meta.get("dont_obey_robotstxt"):
+            return None  # RobotsTxtMiddleware's own download: neither decided nor evidence
         domain = self.key(request.url)
         if not domain:
             return None
@@ -201,16 +251,22 @@ class DomainStateManager:
         if meta.get(META_REISSUE):
             self._mark(request, domain, *self._decide(domain, now)[1:], method=Method.TAB.value)
             return None
-        if not force and self._url_is_dead(request, now):
+        if not force and self._url_is_dead(request, domain, now):
             self._mark(request, domain, State.DEAD, None, "skip")
             self.stats.inc_value("domainstate/url_dead/skipped")
             raise IgnoreRequest(f"domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
         decision, state, expires = self._decide(domain, now)
-        if decision is Decision.PROBE:
+        # First sight of a domain: ask the fleet, with or without a HEAD probe to follow.
+        # (a request that arrives while the answer is awaited waits for it, as for a probe)
+        ask = (
+            self.remote is not None and state is State.UNKNOWN and (domain not in self._asked or domain in self._probes)
+        )
+        if decision is Decision.PROBE or ask:
             if self.crawler.engine is None or self.crawler.spider is None:
-                decision = Decision.FETCH_THEN_BROWSER
+                if decision is Decision.PROBE:
+                    decision = Decision.FETCH_THEN_BROWSER
             else:
-                return self._probe_then_route(request, domain)
+                return self._probe_then_route(request, domain, probe=decision is Decision.PROBE)
         self._route(request, domain, decision, state, expires, force)
         return None
 
@@ -221,7 +277,8 @@ class DomainStateManager:
         if decision is Decision.SKIP:
             if not force:
                 self._mark(request, domain, state, expires, "skip")
-                logger.debug("Skipping %s: %s is %s", request.url, domain, state, extra={"crawler": self.crawler})
+                if self._debug:
+                    logger.debug("Skipping %s: %s is %s", request.url, domain, state, extra={"crawler": self.crawler})
                 raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
             self.stats.inc_value("domainstate/forced")
             decision = Decision.FETCH
@@ -230,16 +287,18 @@ class DomainStateManager:
         request.meta[META_DECISION] = decision.value
         method = Method.TAB if self.is_browser(request) else Method.FETCH
         self._mark(request, domain, state, expires, method.value)
-        logger.debug("%s %s: %s is %s", decision, request.url, domain, state, extra={"crawler": self.crawler})
+        if self._debug:
+            logger.debug("%s %s: %s is %s", decision, request.url, domain, state, extra={"crawler": self.crawler})
 
-    async def _probe_then_route(self, request: Request, domain: str) -> None:
+    async def _probe_then_route(self, request: Request, domain: str, probe: bool = True) -> None:
         from scrapy.utils.defer import maybe_deferred_to_future
 
         waiters = self._probes.get(domain)
         if waiters is None:
             self._probes[domain] = []
             try:
-                if not await self._ask_remote(domain):
+                self._asked.add(domain)
+                if not await self._ask_remote(domain) and probe:
                     await self._probe(request, domain)
             finally:
                 for waiter in self._probes.pop(domain, []):
@@ -306,6 +365,7 @@ class DomainStateManager:
                 "dont_redirect": True,
                 "handle_httpstatus_all": True,
                 "download_timeout": self.config.probe_timeout,
+                "dont_obey_robotstxt": True,
             },
         )
         self.stats.inc_value("domainstate/decision/probe")
@@ -324,10 +384,18 @@ class DomainStateManager:
 
     # ----------------------------------------------------------- outcomes
 
-    def _url_is_dead(self, request: Request, now: float) -> bool:
+    def _url_is_dead(self, request: Request, domain: str, now: float) -> bool:
         if not self.config.url_dead_ttl:
             return False
         try:
+            # Most domains have no dead URL: a per-domain mark, read once per crawl,
+            # spares computing the request fingerprint for every request.
+            has_dead = self._domains_with_dead_urls.get(domain)
+            if has_dead is None:
+                until = self.store.url_dead_until(_DOMAIN_MARK + domain)
+                has_dead = self._domains_with_dead_urls[domain] = until is not None and until > now
+            if not has_dead:
+                return False
             until = self.store.url_dead_until(self._fingerprint(request))
         except Exception:
             self._store_failed("read")
@@ -350,9 +418,10 @@ class DomainStateManager:
         stats = self.stats
         stats.inc_value(f"domainstate/outcome/{verdict.outcome}")
         spider = self.crawler.spider
-        self.crawler.signals.send_catch_log(
-            signals.outcome_recorded, domain=domain, entry=entry, stat=stat, request=request, spider=spider
-        )
+        if self._listened(signals.outcome_recorded):
+            self.crawler.signals.send_catch_log(
+                signals.outcome_recorded, domain=domain, entry=entry, stat=stat, request=request, spider=spider
+            )
         if transition is not None:
             stats.inc_value(f"domainstate/transition/{transition.old}/{transition.new}")
             logger.info(
@@ -369,6 +438,9 @@ class DomainStateManager:
             if self.remote is not None and transition.new in (State.DEAD, State.ANTIBOT_HARD):
                 self.remote.report(domain, transition.new, stat.last_seen, verdict.error_class)
         return stat, transition
+
+    def _listened(self, signal: object) -> bool:
+        return bool(getAllReceivers(self.crawler.signals.sender, signal))
 
     def _useful(self, response: Response) -> Outcome | None:
         """ok-contact / ok-empty from the outcome source; None: not evidence."""
@@ -399,15 +471,12 @@ class DomainStateManager:
             return response
         domain = out["domain"]
         method = Method.TAB if self.is_browser(request) else Method.FETCH
-        status, headers = response.status, response.headers
-        if method is Method.TAB and status in _CHALLENGE_STATUSES:
-            # A browser handler reports the status and headers of the first page
-            # load; after a passed JavaScript challenge the body is the real page.
-            # Judge the rendered page by its body.
-            status, headers = 200, {}
-        verdict = self.classifier.response(status, headers, response.body, response.url, is_site_root(response.url))
-        if method is Method.TAB and verdict.status != response.status:
-            verdict = Verdict(verdict.outcome, response.status, verdict.error_class, verdict.browser_fixable)
+        root = is_site_root(response.url)
+        passed = False
+        if method is Method.TAB and response.status in _CHALLENGE_STATUSES:
+            verdict, passed = self._rendered_verdict(response, root)
+        else:
+            verdict = self.classifier.response(response.status, response.headers, response.body, response.url, root)
         if verdict.outcome is not Outcome.ANTIBOT and response.url.startswith("https:"):
             tls = self._certificate_verdict(response)
             if tls is not None:
@@ -433,10 +502,42 @@ class DomainStateManager:
                 self.stats.inc_value("domainstate/not_evidence")
                 return response
             verdict = Verdict(useful, verdict.status, verdict.error_class)
-        elif verdict.status in (404, 410) and verdict.outcome is Outcome.HTTP_ERROR and method is Method.FETCH:
-            self._mark_url_dead(request)
+        elif verdict.status in (404, 410) and verdict.outcome is Outcome.HTTP_ERROR:
+            # Off the site root: only this URL is dead; the domain is untouched.
+            if method is Method.FETCH:
+                self._mark_url_dead(request)
+            self.stats.inc_value("domainstate/not_evidence")
+            return response
         self.record(domain, method, verdict, request)
-        return self._maybe_reissue(request, verdict, method) or response
+        reissue = self._maybe_reissue(request, verdict, method)
+        if reissue is not None:
+            return reissue
+        if passed:
+            # The browser got past the wall: deliver the page it rendered as what it is.
+            meta[META_OUT] = dict(meta[META_OUT], original_status=response.status)
+            return response.replace(status=200)
+        return response
+
+    def _rendered_verdict(self, response: Response, root: bool) -> tuple[Verdict, bool]:
+        """A browser render answered with a wall's status: did the browser get past it?
+
+        A browser handler reports the status and headers of the *first* page load;
+        after a JavaScript challenge the page reloads and the body is the real page.
+        A hard block in the headers stands (a browser cannot pass a ban); otherwise
+        the body decides: still a challenge (or a 429) is antibot, a real page is a
+        success. Returns the verdict and whether the wall was passed.
+        """
+        status = response.status
+        from_headers = self.classifier.antibot(status, response.headers, b"")
+        if from_headers is not None and from_headers.is_hard_block:
+            return from_headers, False
+        from_body = self.classifier.antibot(status, {}, response.body)
+        if from_body is not None:
+            return from_body, False
+        verdict = self.classifier.response(200, {}, response.body, response.url, root)
+        if not verdict.success:
+            return Verdict(verdict.outcome, status, verdict.error_class, verdict.browser_fixable), False
+        return Verdict(verdict.outcome, status, verdict.error_class), True
 
     def after_exception(self, request: Request, exception: BaseException) -> Request | None:
         """The middleware's ``process_exception``."""
@@ -469,8 +570,12 @@ class DomainStateManager:
     def _mark_url_dead(self, request: Request) -> None:
         if not self.config.url_dead_ttl:
             return
+        until = self.clock() + self.config.url_dead_ttl
+        domain = request.meta[META_OUT]["domain"]
         try:
-            self.store.mark_url_dead(self._fingerprint(request), self.clock() + self.config.url_dead_ttl)
+            self.store.mark_url_dead(self._fingerprint(request), until)
+            self.store.mark_url_dead(_DOMAIN_MARK + domain, until)
+            self._domains_with_dead_urls[domain] = True
         except Exception:
             self._store_failed("write")
             return

@@ -683,7 +683,7 @@ def serve(
 def main(argv: list[str] | None = None) -> int:
     """``python -m scrapy_domainstate.service --port 0 --token-file F --db DIR``."""
     parser = argparse.ArgumentParser(prog="python -m scrapy_domainstate.service", description=__doc__.split("\n")[0])
-    parser.add_argument("--port", type=int, default=8080, help="TCP port (0: any free port); default 8080")
+    parser.add_argument("--port", type=int, default=8790, help="TCP port (0: any free port); default 8790")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on; default 127.0.0.1")
     parser.add_argument("--token-file", required=True, help="file of 'REPORTER_ID TOKEN' lines")
     parser.add_argument("--db", default=None, help="directory of the votes and consensus stores (default: memory)")

@@ -12,6 +12,7 @@ plugin is also reachable as ``crawler.domainstate`` (the manager: ``.store``,
 
 from __future__ import annotations
 
+import atexit
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +27,18 @@ _managers: list[weakref.ref[DomainStateManager]] = []
 
 def register(manager: DomainStateManager) -> None:
     """Called by the manager when it opens its store."""
+    if not _managers:
+        # ``scrapy shell`` never closes its spider: save what a session learned at exit.
+        atexit.register(_flush_at_exit)
     _managers[:] = [ref for ref in _managers if ref() is not None]
     _managers.append(weakref.ref(manager))
+
+
+def _flush_at_exit() -> None:
+    for ref in _managers:
+        manager = ref()
+        if manager is not None and manager.opened:
+            manager.flush()
 
 
 def _latest() -> DomainStateManager:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 
 from .manager import DomainStateManager
@@ -25,6 +26,9 @@ __all__ = ["DomainStateSpiderMiddleware"]
 class DomainStateSpiderMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.manager = DomainStateManager.for_crawler(crawler)
+        if self.manager.config.outcome != "items":
+            # Only the "items" outcome source needs to see what callbacks yield.
+            raise NotConfigured("DOMAINSTATE_OUTCOME is not 'items'")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-system-deps.sh
 python -m pip install -q -e ".[test]"
-ruff check scrapy_domainstate tests benchmarks
+ruff check scrapy_domainstate tests benchmarks example_project
 set +e
 python -m pytest "$@"
 rc=$?

@@ -69,7 +69,7 @@ def _redis(tmp_path: Path) -> Backend:
     from redis_server import redis_corrupt, redis_store_factory, shared_redis_url
 
     make = redis_store_factory(shared_redis_url(), tmp_path)
-    return Backend("redis", lambda config, cls: make(config, cls), persistent=True, corrupt=redis_corrupt)
+    return Backend("redis", make, persistent=True, corrupt=redis_corrupt)
 
 
 BACKENDS: dict[str, Callable[[Path], Backend]] = {"memory": _memory, "lmdb": _lmdb, "redis": _redis}

@@ -320,7 +320,7 @@ class RedisStore(DomainStore):
                 "and outcomes stay buffered (%d now); retrying every %.1f s",
                 self.describe(),
                 what,
-                exc,
+                str(exc).rstrip("."),
                 self._n_pending,
                 self.breaker_seconds,
                 exc_info=exc,

@@ -1,0 +1,1 @@
+"""The project's spiders (``SPIDER_MODULES`` in ``contacts/settings.py``)."""
