@@ -383,6 +383,9 @@ async def test_browser_fallback_passes_a_javascript_challenge(
     # HEAD saw the challenge header; the plain GET got the challenge; the browser passed it.
     passed = result.response_for(url)
     assert passed.browser
+    # The browser handler reported the challenge's 403; the page delivered is the real one.
+    assert passed.status == 200
+    assert passed.domainstate["original_status"] == 403
     assert passed.emails == ["info@cf-soft.test"]
     assert passed.domainstate["method"] == "tab"
     assert result.stats["domainstate/browser_reissue"] == 2
@@ -410,3 +413,30 @@ async def test_antibot_hard_goes_to_the_browser_only(sites: Any, browser_setting
     logged = sites.requests("cf-hard.test")
     assert len(logged) == 2
     assert all(r.browser for r in logged)
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_txt_is_obeyed_without_deadlock_and_is_not_evidence(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    settings = {**ds(crawl_settings), "ROBOTSTXT_OBEY": True, "DOMAINSTATE_PROBE_TIMEOUT": 30}
+    result = await run_crawl(settings, pages(sites, "friendly.test", 2))
+    assert len(result.responses) == 2
+    assert sites.requests("friendly.test", path="/robots.txt")  # Scrapy fetched it (404 here)
+    rec = record_of(settings, "friendly.test")
+    assert rec.fetch_total == 2  # the robots.txt 404 is neither a fetch nor a failure
+    assert result.stats.get("domainstate/url_dead/marked", 0) == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_404_off_the_root_marks_the_url_only(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
+    settings = ds(crawl_settings)
+    missing = sites.url("friendly.test", "/missing")
+    await run_crawl(settings, [sites.url("friendly.test"), missing])
+    rec = record_of(settings, "friendly.test")
+    assert [e.outcome for e in rec.recent if e.method is Method.FETCH] == [Outcome.OK_CONTACT]
+    sites.reset_log()
+    second = await run_crawl(settings, [missing, sites.url("friendly.test", "/page1")])
+    assert sites.requests("friendly.test", path="/missing") == []
+    assert "dead URL" in str(second.failure_for(missing).exception)
+    assert len(sites.requests("friendly.test", path="/page1")) == 1
