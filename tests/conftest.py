@@ -9,9 +9,7 @@ Chromium maps every name it does not know to ``~NOTFOUND``, and below Twisted th
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,11 +23,12 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from crawl import run_crawl as _run_crawl  # noqa: E402
-from resolver import HOSTS_SETTING, TableResolver, chromium_host_rules  # noqa: E402
+from resolver import HOSTS_SETTING, TableResolver  # noqa: E402
 from sites import SiteServer  # noqa: E402
 
+from scrapy_domainstate.testing.offline import CHROMIUM, chromium_launch_options, loopback_only  # noqa: E402
+
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-CHROMIUM = "/usr/bin/chromium"
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 
 
@@ -39,58 +38,14 @@ def _reactor() -> Any:
     return reactor
 
 
-def _local_name(host: Any) -> bool:
-    if host is None:
-        return True
-    if isinstance(host, bytes):
-        host = host.decode("ascii", "replace")
-    name = str(host).strip("[]").rstrip(".").lower()
-    if name in ("", "localhost") or name.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(name.split("%")[0])
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _no_network() -> Iterator[None]:
     """Session-wide safety net below Twisted: the process cannot resolve a real name.
 
-    ``socket.getaddrinfo`` and friends answer only localhost and loopback/unspecified literals;
-    anything else fails at once with ``EAI_NONAME``. Scrapy's cookie middleware gets a
-    ``TLDExtract`` that never fetches the Public Suffix List (its default one does, the first
-    time a response sets a cookie).
+    ``socket.getaddrinfo`` and friends answer only localhost and loopback literals; Scrapy's
+    cookie middleware gets a ``TLDExtract`` that never fetches the Public Suffix List.
     """
-    from scrapy.downloadermiddlewares import cookies
-    from tldextract import TLDExtract
-
-    def blocked(host: Any) -> socket.gaierror:
-        return socket.gaierror(socket.EAI_NONAME, f"name resolution of {host!r} blocked: tests never use the network")
-
-    getaddrinfo, gethostbyname, gethostbyname_ex = socket.getaddrinfo, socket.gethostbyname, socket.gethostbyname_ex
-
-    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _local_name(host):
-            raise blocked(host)
-        return getaddrinfo(host, *args, **kwargs)
-
-    def guarded_gethostbyname(host: str) -> str:
-        if not _local_name(host):
-            raise blocked(host)
-        return gethostbyname(host)
-
-    def guarded_gethostbyname_ex(host: str) -> Any:
-        if not _local_name(host):
-            raise blocked(host)
-        return gethostbyname_ex(host)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
-        mp.setattr(socket, "gethostbyname", guarded_gethostbyname)
-        mp.setattr(socket, "gethostbyname_ex", guarded_gethostbyname_ex)
-        mp.setattr(cookies, "_split_domain", TLDExtract(suffix_list_urls=(), include_psl_private_domains=True))
+    with loopback_only():
         yield
 
 
@@ -142,27 +97,6 @@ def crawl_settings(tmp_path: Path, sites: SiteServer) -> dict[str, Any]:
         "DOWNLOAD_DELAY": 0,
         "HTTPERROR_ALLOW_ALL": True,
         "DOMAINSTATE_LMDB_PATH": str(tmp_path / "ds"),
-    }
-
-
-def chromium_launch_options(hosts: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "executable_path": CHROMIUM,
-        "headless": True,
-        "args": [
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-quic",
-            "--no-first-run",
-            "--no-proxy-server",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-domain-reliability",
-            "--disable-features=MediaRouter,OptimizationHints,Translate,AutofillServerCommunication",
-            "--host-resolver-rules=" + chromium_host_rules(hosts),
-        ],
     }
 
 
