@@ -84,7 +84,12 @@ def normalize_headers(
     """
     if not headers:
         return {}
-    items: Iterable[tuple[Any, Any]] = headers.items() if hasattr(headers, "items") else headers
+    if isinstance(headers, dict):
+        # Scrapy's Headers is a dict subclass whose items() normalises every key and
+        # copies every value list: read the stored pairs directly.
+        items: Iterable[tuple[Any, Any]] = dict.items(headers)
+    else:
+        items = headers.items() if hasattr(headers, "items") else headers
     out: dict[str, str] = {}
     for key, value in items:
         name = (key.decode("latin-1") if isinstance(key, (bytes, bytearray)) else str(key)).lower()

@@ -125,6 +125,7 @@ class DomainStateManager:
             return
         if self._open_failed is not None:  # the extension and the middleware both call open()
             raise CloseSpider(self._open_failed)
+        domain_key("example.com")  # load the bundled suffix list now, not on the first request
         try:
             self.store.open()
         except Exception as exc:
