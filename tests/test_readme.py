@@ -45,3 +45,25 @@ def test_settings_table_defaults_are_the_config_defaults() -> None:
             assert dict(value) == expected, setting.name
         else:
             assert value == expected, setting.name
+
+
+def test_readme_renders_without_warnings() -> None:
+    docutils_core = __import__("docutils.core").core
+    import io
+
+    errors = io.StringIO()
+    docutils_core.publish_string(
+        (ROOT / "README.rst").read_text(encoding="utf-8"),
+        writer_name="null",
+        settings_overrides={"report_level": 2, "halt_level": 5, "warning_stream": errors},
+    )
+    assert errors.getvalue() == ""
+
+
+def test_readme_quick_start_commands_exist() -> None:
+    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    assert "    bash scripts/demo.sh" in readme
+    assert "    bash scripts/test.sh" in readme
+    assert (ROOT / "scripts" / "demo.sh").exists()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "scripts/test.sh" in ci
