@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pydispatch.dispatcher import getAllReceivers
 from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response, TextResponse
+from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
 
@@ -54,6 +55,18 @@ _ATTR = "_domainstate_manager"
 _DOMAIN_MARK = "domain:"
 #: Statuses anti-bot walls answer with; a browser may have passed them since.
 _CHALLENGE_STATUSES = frozenset({202, 403, 405, 429, 503})
+_HTTP_SCHEMES = frozenset({"http", "https"})
+#: Request meta a HEAD probe keeps from its request.
+_PROBE_TRANSPORT_META = (
+    "proxy",
+    "bindaddress",
+    "download_slot",
+    "cookiejar",
+    "dont_merge_cookies",
+    "impersonate",
+)
+#: Meta this plugin writes for one download; dropped from a request before it is decided.
+_PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING)
 
 
 class DomainStateManager:
@@ -236,20 +249,31 @@ class DomainStateManager:
         if self.config.stats_per_domain:
             self.stats.inc_value(f"domainstate/domain/{domain}/{method}")
 
+    def _unmark(self, domain: str, method: str) -> None:
+        self.stats.inc_value(f"domainstate/method/{method}", -1)
+        if self.config.stats_per_domain:
+            self.stats.inc_value(f"domainstate/domain/{domain}/{method}", -1)
+
     def before_request(self, request: Request) -> Any:
         """The middleware's ``process_request``: None, or a coroutine when a probe is awaited."""
         meta = request.meta
         if meta.get(META_PROBE):
             return None
+        # Spiders often build requests with ``meta=response.meta``: what this plugin wrote
+        # for the parent (its decision, its pending outcome) must not ride along.
+        for key in _PER_REQUEST_KEYS:
+            meta.pop(key, None)
         if request.url.endswith("/robots.txt") and meta.get("dont_obey_robotstxt"):
             return None  # RobotsTxtMiddleware's own download: neither decided nor evidence
+        if urlparse_cached(request).scheme not in _HTTP_SCHEMES:
+            return None  # file:, ftp:, s3:, data:...: no site to probe, no browser to fall back to
         domain = self.key(request.url)
         if not domain:
             return None
         self._seen.add(domain)
         now = self.clock()
         force = bool(meta.get(META_FORCE))
-        if meta.get(META_REISSUE):
+        if meta.get(META_REISSUE) == request.url:
             self._mark(request, domain, *self._decide(domain, now)[1:], method=Method.TAB.value)
             return None
         if not force and self._url_is_dead(request, domain, now):
@@ -361,6 +385,9 @@ class DomainStateManager:
             callback=None,
             errback=None,
             meta={
+                # How the request reaches the site (its proxy, source address, slot, cookie
+                # session) applies to its probe too: never probe from another address.
+                **{k: request.meta[k] for k in _PROBE_TRANSPORT_META if k in request.meta},
                 META_PROBE: True,
                 "dont_retry": True,
                 "dont_redirect": True,
@@ -380,7 +407,11 @@ class DomainStateManager:
         except Exception as exc:
             verdict = self.classifier.failure(exc)
         else:
-            verdict = self.classifier.head(response.status, response.headers, response.url, root)
+            if "cached" in response.flags:
+                # From Scrapy's HTTP cache: not evidence. Stamp the probe so it is not repeated.
+                verdict = Verdict(Outcome.NO_VERDICT, response.status, "cached")
+            else:
+                verdict = self.classifier.head(response.status, response.headers, response.url, root)
         self.record(domain, Method.HEAD, verdict, request)
 
     # ----------------------------------------------------------- outcomes
@@ -466,9 +497,13 @@ class DomainStateManager:
         if not out or out.get("method") in ("skip", None):
             return response
         if "cached" in response.flags:
+            # Not sent after all: count it under ``cache`` instead of the method it was routed to.
+            self._unmark(out["domain"], out["method"])
             out = dict(out, method="cache")
             meta[META_OUT] = out
             self.stats.inc_value("domainstate/method/cache")
+            if self.config.stats_per_domain:
+                self.stats.inc_value(f"domainstate/domain/{out['domain']}/cache")
             return response
         domain = out["domain"]
         method = Method.TAB if self.is_browser(request) else Method.FETCH
@@ -490,6 +525,11 @@ class DomainStateManager:
             if reissue is not None:
                 self.stats.inc_value("domainstate/not_evidence")
                 return reissue
+        if verdict.success and 300 <= response.status < 400:
+            # A redirect delivered as is (dont_redirect, handle_httpstatus_list, 304): the
+            # page was not fetched, so it is neither useful nor empty.
+            self.stats.inc_value("domainstate/not_evidence")
+            return response
         if verdict.success:
             if self.config.outcome == "items" and self._outcome_fn is None:
                 meta[META_PENDING] = (domain, method, verdict.status)
@@ -554,7 +594,7 @@ class DomainStateManager:
         return self._maybe_reissue(request, verdict, method)
 
     def _maybe_reissue(self, request: Request, verdict: Verdict, method: Method) -> Request | None:
-        if method is not Method.FETCH or request.meta.get(META_REISSUE):
+        if method is not Method.FETCH or request.meta.get(META_REISSUE) == request.url:
             return None
         if request.meta.get(META_DECISION) != Decision.FETCH_THEN_BROWSER.value:
             return None
@@ -563,7 +603,8 @@ class DomainStateManager:
         self.stats.inc_value("domainstate/browser_reissue")
         meta = dict(request.meta)
         meta.update(self.config.browser_meta)
-        meta[META_REISSUE] = True
+        # The URL, not True: a request built later from a copy of this meta is not a re-issue.
+        meta[META_REISSUE] = request.url
         meta.pop(META_DECISION, None)
         logger.debug("Re-issuing %s in the browser (%s)", request.url, verdict.outcome, extra={"crawler": self.crawler})
         return request.replace(dont_filter=True, meta=meta)

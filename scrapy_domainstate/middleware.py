@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from .manager import DomainStateManager
 
@@ -31,10 +32,17 @@ class DomainStateMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.manager = DomainStateManager.for_crawler(crawler)
         crawler.signals.connect(self.manager.open, signal=signals.spider_opened)
+        # Also without the extension (middleware listed alone), what was learned is saved.
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    async def spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        done = self.manager.close()  # a no-op when the extension closed it first
+        if done is not None:
+            await maybe_deferred_to_future(done)
 
     def process_request(self, request: Request, spider: Any = None) -> Any:
         if not self.manager.opened or not self.manager.spider_enabled():

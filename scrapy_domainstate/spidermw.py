@@ -27,8 +27,9 @@ class DomainStateSpiderMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.manager = DomainStateManager.for_crawler(crawler)
         if self.manager.config.outcome != "items":
-            # Only the "items" outcome source needs to see what callbacks yield.
-            raise NotConfigured("DOMAINSTATE_OUTCOME is not 'items'")
+            # Only the "items" outcome source needs to see what callbacks yield. No message:
+            # Scrapy logs a NotConfigured message as a WARNING, and this is the default case.
+            raise NotConfigured
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

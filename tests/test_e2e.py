@@ -239,6 +239,7 @@ async def test_http_cache_responses_are_not_evidence(
     second = await run_crawl(settings, [url])
     assert second.response_for(url).domainstate["method"] == "cache"
     assert second.stats["domainstate/method/cache"] == 1
+    assert second.stats.get("domainstate/method/fetch", 0) == 0  # counted once, as cache
     assert "domainstate/outcome/ok-empty" not in second.stats
     assert record_of(settings, "cold.test").fetch_total == before.fetch_total == 1
 
@@ -440,3 +441,138 @@ async def test_404_off_the_root_marks_the_url_only(sites: Any, crawl_settings: A
     assert sites.requests("friendly.test", path="/missing") == []
     assert "dead URL" in str(second.failure_for(missing).exception)
     assert len(sites.requests("friendly.test", path="/page1")) == 1
+
+
+# ------------------------------------------------------------------ review fixes
+
+
+class FollowWithMetaSpider:
+    """A callback that follows links with ``meta=response.meta``, a common Scrapy idiom."""
+
+    @staticmethod
+    def build(targets: list[str]) -> Any:
+        from crawl import RecordingSpider
+
+        class Follow(RecordingSpider):
+            name = "follow-meta"
+
+            def parse(self, response: Response) -> Any:
+                yield from super().parse(response)
+                if not response.meta.get("child"):
+                    for url in targets:
+                        meta = {**response.meta, "child": True}
+                        yield Request(url, callback=self.parse, errback=self.on_error, meta=meta, dont_filter=True)
+
+        return Follow
+
+
+@pytest_twisted.ensureDeferred
+async def test_copied_meta_does_not_record_twice(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
+    # items: the parent's pending outcome must not ride along into a child request.
+    settings = {**ds(crawl_settings), "DOMAINSTATE_OUTCOME": "items", "DOMAINSTATE_HEAD_PROBE": False}
+    spider = FollowWithMetaSpider.build([sites.url("friendly.test", "/missing")])
+    result = await run_crawl(settings, [sites.url("friendly.test")], spider_cls=spider)
+    assert len(result.responses) == 2  # the parent and the child's 404 (HTTPERROR_ALLOW_ALL)
+    rec = record_of(settings, "friendly.test")
+    assert rec.fetch_total == 1  # only the parent; the 404 off the root is not evidence
+    assert result.stats["domainstate/outcome/ok-contact"] == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_copied_reissue_meta_does_not_bypass_the_decision(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    # A "browser" handler stand-in: the browser meta is harmless, the plain handler serves it.
+    settings = {**ds(crawl_settings), "DOMAINSTATE_BROWSER_META": {"ds_browser": True}}
+    await run_crawl(settings, [sites.url("dead-root.test")])
+    assert states(settings, "dead-root.test")["dead-root.test"] is State.DEAD
+    sites.reset_log()
+    # js-shell.test's plain fetch is re-issued "in the browser"; its callback follows a link
+    # to the dead domain with meta=response.meta: the child is decided (skipped), not re-issued.
+    spider = FollowWithMetaSpider.build([sites.url("dead-root.test", "/page1")])
+    result = await run_crawl(settings, [sites.url("js-shell.test")], spider_cls=spider)
+    assert result.stats["domainstate/browser_reissue"] == 1
+    assert sites.requests("dead-root.test") == []
+    child = result.failure_for(sites.url("dead-root.test", "/page1"))
+    assert isinstance(child.exception, IgnoreRequest)
+    assert child.domainstate["method"] == "skip"
+    assert child.domainstate["domain"] == "dead-root.test"
+
+
+@pytest_twisted.ensureDeferred
+async def test_cached_head_probe_is_not_evidence(
+    sites: Any, crawl_settings: Any, run_crawl: Any, tmp_path: Any
+) -> None:
+    settings = {**ds(crawl_settings), "HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path / "httpcache")}
+    url = sites.url("dead-root.test")
+    await run_crawl(settings, [url])  # HEAD 404 + GET 404 on the root: dead; both cached
+    assert states(settings, "dead-root.test")["dead-root.test"] is State.DEAD
+    store = LmdbStore(Config.from_settings(settings))
+    with store:
+        store.delete("dead-root.test")  # an operator's `scrapy domainstate reset`
+    second = await run_crawl(settings, [url])
+    assert not second.failures, [(f.exception, f.domainstate) for f in second.failures]
+    assert second.response_for(url).domainstate["method"] == "cache"
+    # Both the HEAD and the GET came from the cache: neither is evidence.
+    rec = record_of(settings, "dead-root.test")
+    assert rec.state is State.UNKNOWN
+    assert rec.recent == []
+    assert "domainstate/outcome/dead" not in second.stats
+
+
+@pytest_twisted.ensureDeferred
+async def test_non_http_schemes_are_left_alone(sites: Any, crawl_settings: Any, run_crawl: Any, tmp_path: Any) -> None:
+    # file://localhost/... has a host, but no site to probe with HEAD (Scrapy's file handler
+    # ignores the method and reads the file) and no browser fallback.
+    page = tmp_path / "page.html"
+    page.write_text("<html><body>mail info@example.com</body></html>")
+    url = f"file://localhost{page}"
+    result = await run_crawl(ds(crawl_settings), [url, "data:text/html,<p>hi</p>"])
+    assert len(result.responses) == 2
+    assert all(r.domainstate is None for r in result.responses)
+    assert result.stats.get("domainstate/method/head", 0) == 0
+    assert not any(k.startswith("domainstate/outcome/") for k in result.stats)
+    assert record_of(crawl_settings, "localhost") is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_redirects_delivered_as_is_are_not_evidence(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
+    # dont_redirect: the callback gets the 301 itself. Five of them must not make the site cold.
+    settings = {**ds(crawl_settings), "DOMAINSTATE_HEAD_PROBE": False}
+    urls = [Request(url, meta={"dont_redirect": True}, dont_filter=True) for url in pages(sites, "redirect.test", 5)]
+    result = await run_crawl(settings, urls)
+    assert [r.status for r in result.responses] == [301] * 5
+    rec = record_of(settings, "redirect.test")
+    assert rec is None or (rec.fetch_ok_empty == 0 and rec.state is State.UNKNOWN)
+    assert "domainstate/outcome/ok-empty" not in result.stats
+    assert all(r.domainstate["method"] == "fetch" for r in result.responses)
+
+
+@pytest_twisted.ensureDeferred
+async def test_default_crawl_logs_no_warning(sites: Any, crawl_settings: Any, run_crawl: Any, caplog: Any) -> None:
+    caplog.set_level("INFO")
+    await run_crawl(ds(crawl_settings), pages(sites, "friendly.test", 2))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname in ("WARNING", "ERROR", "CRITICAL")]
+    assert warnings == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_middleware_listed_alone_still_saves_what_it_learned(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    settings = {**crawl_settings, "DOWNLOADER_MIDDLEWARES": {"scrapy_domainstate.DomainStateMiddleware": 540}}
+    result = await run_crawl(settings, [sites.url("friendly.test")])
+    assert result.response_for(sites.url("friendly.test")).domainstate["method"] == "fetch"
+    rec = record_of(settings, "friendly.test")
+    assert rec is not None and rec.fetch_ok == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_probe_goes_through_the_requests_proxy(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
+    # The request must go through its proxy (here one that refuses): so must its HEAD probe,
+    # never straight to the site from the crawler's own address.
+    proxied = Request(sites.url("friendly.test"), meta={"proxy": "http://127.0.0.1:1"}, dont_filter=True)
+    result = await run_crawl(ds(crawl_settings), [proxied])
+    assert sites.requests("friendly.test") == []
+    assert result.stats["domainstate/method/head"] == 1
+    assert len(result.failures) == 1
