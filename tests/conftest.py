@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # tests/ is not a package: make its helper modules importable however pytest imports this file
 _HERE = str(Path(__file__).parent)
@@ -27,6 +28,10 @@ from resolver import HOSTS_SETTING, TableResolver  # noqa: E402
 from sites import SiteServer  # noqa: E402
 
 from scrapy_domainstate.testing.offline import CHROMIUM, chromium_launch_options, loopback_only  # noqa: E402
+
+# Shared CI machines are slow and noisy: property tests are about properties, not speed.
+settings.register_profile("domainstate", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("domainstate")
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
