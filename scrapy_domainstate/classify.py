@@ -39,6 +39,9 @@ JS_SHELL_MIN_TEXT = 50
 CERT_NOT_BEFORE_GRACE = 3600.0
 
 _SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY})
+_CT_ONLY = {"content-type": ""}.keys()
+#: status -> the plain ``ok-empty`` verdict (immutable, so shared).
+_OK_EMPTY: dict[int, Verdict] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +320,10 @@ class _Plan:
     markers: tuple[_Compiled, ...]
     headless: tuple[_Compiled, ...]  # the same without body/regex markers
     groups: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]
+    #: Markers that fire on the status alone (then there is no fast "clean" answer).
+    has_status: bool
+    #: Every title pattern of the plan's title markers (a quick "no title marker" check).
+    title_patterns: tuple[bytes, ...]
 
 
 # ------------------------------------------------------------------ failures
@@ -548,6 +555,19 @@ class Classifier:
         self._statuses = frozenset(statuses)
         self._header_names = frozenset({"content-type"} | {n for c in self._markers for n in c.header_names})
         self._header_prefixes = tuple(sorted({p for c in self._markers for p in c.header_prefixes}))
+        # The same as bytes, to pick the headers out of Scrapy ``Headers`` before decoding.
+        self._header_names_b = frozenset(n.encode("latin-1") for n in self._header_names)
+        self._header_prefixes_b = tuple(p.encode("latin-1") for p in self._header_prefixes)
+        #: stored ``Headers`` name -> whether it is one of those (a memo: thread-safe enough,
+        #: a racing writer stores the same answer).
+        self._wanted_keys: dict[bytes, bool] = {}
+        # content-type is read for binary/HTML checks; unless a marker looks at it, its
+        # presence alone says "no marker header".
+        self._clean_content_type = not any(
+            "content-type" in c.header_names or "content-type".startswith(c.header_prefixes)
+            for c in self._markers
+            if c.kind == "header"
+        )
         self._plans: dict[tuple[int, bool, bool], _Plan] = {}
 
     @property
@@ -580,6 +600,8 @@ class Classifier:
             markers=tuple(eligible),
             headless=tuple(c for c in eligible if c.kind not in ("body", "regex")),
             groups=_choose_anchors(literals),
+            has_status=any(c.kind == "status" for c in eligible),
+            title_patterns=tuple(sorted({p for c in eligible for p in c.title_patterns})),
         )
         if len(self._plans) < 4096:
             self._plans[key] = plan
@@ -589,6 +611,20 @@ class Classifier:
         plan = self._plan(status, size <= SMALL_PAGE, bool(low))
         found = _scan_literals(low, plan.groups) if low else set()
         title: bytes | None = None
+        if (
+            not found
+            and not plan.has_status
+            and (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY))
+        ):
+            # Fast path of the usual page: no body literal, no status marker and no marker
+            # header (``hdrs`` holds only marker headers and content-type): only a title
+            # marker could fire, and only when one of its patterns is in the title.
+            patterns = plan.title_patterns
+            if not patterns:
+                return None
+            title = _title(low) if low else b""
+            if not title or not any(p in title for p in patterns):
+                return None
         for c in plan.markers if found else plan.headless:
             kind = c.kind
             detail: str | None = None
@@ -635,6 +671,31 @@ class Classifier:
         return False
 
     def _headers(self, headers: Any) -> dict[str, str]:
+        if headers and isinstance(headers, dict):
+            # Scrapy ``Headers``: keep only the bytes names that matter before decoding
+            # anything (most responses carry none of the marker headers).
+            wanted = self._wanted_keys
+            picked = {}
+            for key, value in dict.items(headers):
+                keep = wanted.get(key) if type(key) is bytes else True
+                if keep is None:
+                    low = key.lower()
+                    keep = low in self._header_names_b or low.startswith(self._header_prefixes_b)
+                    if len(wanted) < 4096:  # header names are few; stay bounded anyway
+                        wanted[key] = keep
+                if keep:
+                    picked[key] = value
+            if not picked:
+                return {}
+            out: dict[str, str] = {}
+            for key, value in picked.items():
+                # The usual shape (bytes name, one bytes value), decoded as normalize_headers does.
+                if type(key) is not bytes or type(value) is not list or len(value) != 1 or type(value[0]) is not bytes:
+                    return normalize_headers(picked, self._header_names, self._header_prefixes)
+                name = key.decode("latin-1").lower()
+                text = value[0].decode("latin-1")
+                out[name] = f"{out[name]}, {text}" if name in out else text
+            return out
         return normalize_headers(headers, self._header_names, self._header_prefixes)
 
     def _prepare(self, hdrs: Mapping[str, str], body: Any) -> tuple[bytes | None, int]:
@@ -721,7 +782,12 @@ class Classifier:
             and _visible_text_below(low, JS_SHELL_MIN_TEXT)
         ):
             return Verdict(Outcome.OK_EMPTY, status, "js-shell", browser_fixable=True)
-        return Verdict(Outcome.OK_EMPTY, status)
+        verdict = _OK_EMPTY.get(status)
+        if verdict is None:
+            verdict = Verdict(Outcome.OK_EMPTY, status)
+            if len(_OK_EMPTY) < 1024:
+                _OK_EMPTY[status] = verdict
+        return verdict
 
     # ---------------------------------------------------------- failures
 

@@ -26,7 +26,6 @@ __all__ = ["find_contacts", "has_contact"]
 
 # ------------------------------------------------------------------ e-mail
 
-_LOCAL_TAIL = re.compile(rb"[a-z0-9._%+\-]{1,64}\Z")
 _DOMAIN = re.compile(rb"((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+([a-z]{2,24}))(?![a-z0-9-]|\.[a-z0-9])")
 _FILE_TLDS = frozenset(
     b"png jpg jpeg gif svg webp avif bmp ico tif tiff heic css js mjs map json xml txt html htm php asp aspx "
@@ -47,7 +46,14 @@ _PLACEHOLDER_DOMAINS = (
     b"wixpress.com",
     b"localhost.localdomain",
 )
+_PLACEHOLDER_SET = frozenset(_PLACEHOLDER_DOMAINS)
+_PLACEHOLDER_SUFFIXES = tuple(b"." + p for p in _PLACEHOLDER_DOMAINS)
 _HEX_KEY = re.compile(rb"[0-9a-f]{16,}\Z")
+# The characters of an e-mail local part become "a", every other byte " ": the local part
+# before an "@" (at most 64 of these characters) then starts after the last space of the
+# translated window (one C-level pass instead of a regex search from every start).
+_LOCAL_CHARS = b"abcdefghijklmnopqrstuvwxyz0123456789._%+-"
+_LOCAL_MAP = bytes(0x61 if i in _LOCAL_CHARS else 0x20 for i in range(256))
 
 
 def _emails(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
@@ -68,11 +74,11 @@ def _emails(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
 
 
 def _email_at(low: bytes, at: int) -> str | None:
-    head = _LOCAL_TAIL.search(low, max(0, at - 64), at)
-    if head is None:
+    lo = at - 64 if at > 64 else 0
+    start = lo + low[lo:at].translate(_LOCAL_MAP).rfind(b" ") + 1
+    if start >= at:
         return None
-    local = head.group()
-    start = head.start()
+    local = low[start:at]
     # mailto:info@... is fine; https://user:pass@host and //user@host are URL credentials.
     if start > 0 and low[start - 1 : start] in (b":", b"/") and not low.endswith(b"mailto:", 0, start):
         return None
@@ -85,7 +91,7 @@ def _email_at(low: bytes, at: int) -> str | None:
     domain, tld = tail.group(1), tail.group(2)
     if tld in _FILE_TLDS:
         return None
-    if any(domain == p or domain.endswith(b"." + p) for p in _PLACEHOLDER_DOMAINS):
+    if domain in _PLACEHOLDER_SET or domain.endswith(_PLACEHOLDER_SUFFIXES):
         return None
     return (local + b"@" + domain).decode("ascii", "replace")
 
@@ -284,7 +290,7 @@ def _prepare(body: bytes | str, limit: int) -> bytes:
         data = body[:limit]
     else:
         data = bytes(body[:limit])
-    if b"\x00" in data[:1024]:  # binary: nothing to read
+    if data.find(b"\x00", 0, 1024) >= 0:  # binary: nothing to read
         return b""
     low = data.lower()
     if _AT_ENTITY.search(low) is not None:  # the usual obfuscation of "@" in e-mail addresses

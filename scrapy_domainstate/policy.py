@@ -143,6 +143,10 @@ class Policy:
         stat.state_changed_at = now
         stat.state_expires_at = self._expiry(state, now) if ttl == -1.0 else (None if ttl is None else now + ttl)
         stat.probed_at = 0.0
+        if state is State.UNKNOWN:
+            # Back to re-evaluation, like an expiry: old streaks must not carry over
+            # (one dead-looking HEAD plus an old dead entry would make it dead at once).
+            stat.recent = []
         return stat
 
     # ----------------------------------------------------------- decisions

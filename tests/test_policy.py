@@ -867,3 +867,15 @@ def test_counters():
     assert (rec.tab_total, rec.tab_ok) == (3, 1)
     assert rec.last_seen == s.t
     assert rec.first_seen == T0 + 1
+
+
+def test_set_state_to_unknown_clears_the_history_so_one_head_cannot_make_it_dead() -> None:
+    policy = Policy()
+    stat = None
+    for at in (1.0, 2.0):
+        stat, _ = policy.observe(stat, "d.example", RecentEntry(at, Method.FETCH, Outcome.DEAD, None, "dns"))
+    assert stat is not None and stat.state is State.DEAD
+    reset = policy.set_state(stat, State.UNKNOWN, 10.0)
+    assert reset.recent == [] and reset.fetch_total == 2
+    after, _ = policy.observe(reset, "d.example", RecentEntry(11.0, Method.HEAD, Outcome.DEAD, 404, "http:404"))
+    assert after.state is State.UNKNOWN

@@ -145,13 +145,17 @@ class DomainStore(ABC):
         """Apply an observation now (locally) and buffer it for the next flush."""
         stat, transition = self.policy.observe(self.get(domain), domain, entry)
         self._view[domain] = stat
-        self._pending.setdefault(domain, []).append(entry)
+        pending = self._pending.get(domain)
+        if pending is None:
+            self._pending[domain] = [entry]
+        else:
+            pending.append(entry)
+        now = time.monotonic()
         if not self._n_pending:
-            self._oldest_pending = time.monotonic()
+            self._oldest_pending = now
         self._n_pending += 1
-        if self._n_pending >= self.config.flush_size or (
-            time.monotonic() - self._oldest_pending >= self.config.flush_interval
-        ):
+        config = self.config
+        if self._n_pending >= config.flush_size or now - self._oldest_pending >= config.flush_interval:
             self.flush()
         return stat, transition
 

@@ -413,7 +413,20 @@ class LmdbStore(DomainStore):
         key = self._key(domain)
         if key is None:
             return None
-        raw = self._read(lambda txn, sh: txn.get(key, db=sh.records))
+        shared = self._shared
+        raw: bytes | None = None
+        if shared is not None and shared.pid == _PROC.pid and shared.env is not None:
+            try:
+                # begin/abort, as in decide(): cheaper than _read's `with` block.
+                txn = shared.env.begin(db=shared.records)
+                try:
+                    raw = txn.get(key)
+                finally:
+                    txn.abort()
+            except lmdb.Error:  # map resized elsewhere, reader table full...: _read handles them
+                raw = self._read(lambda txn, sh: txn.get(key, db=sh.records))
+        else:
+            raw = self._read(lambda txn, sh: txn.get(key, db=sh.records))
         known = self._known.get(domain)
         if known is not None and known[0] == raw and (raw is None or known[1] is not None):
             return known[1]
