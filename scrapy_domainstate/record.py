@@ -220,7 +220,7 @@ def encode(stat: DomainStat) -> bytes:
             index = table.get(err, 0)
             if not index:
                 index = table[err] = len(table) + 1
-        offset = int(entry.at - base)
+        offset = round(entry.at - base)  # round, not int: base + n - base may be n - 1e-7
         if offset < 0:
             offset = 0
         elif offset > _U32:
