@@ -50,6 +50,9 @@ META_DECISION = "_domainstate_decision"
 META_PENDING = "_domainstate_pending"
 
 _ATTR = "_domainstate_manager"
+#: Stats keys, formatted once (an f-string of an Enum per request adds up).
+_DECISION_KEYS = {d: f"domainstate/decision/{d.value}" for d in Decision}
+_OUTCOME_KEYS = {o: f"domainstate/outcome/{o.value}" for o in Outcome}
 #: Key prefix, in the URL-dead table, of "this domain has dead URLs" marks
 #: (request fingerprints are hex, so they never collide with it).
 _DOMAIN_MARK = "domain:"
@@ -298,7 +301,7 @@ class DomainStateManager:
     def _route(
         self, request: Request, domain: str, decision: Decision, state: State, expires: float | None, force: bool
     ) -> None:
-        self.stats.inc_value(f"domainstate/decision/{decision}")
+        self.stats.inc_value(_DECISION_KEYS[decision])
         if decision is Decision.SKIP:
             if not force:
                 self._mark(request, domain, state, expires, "skip")
@@ -448,7 +451,7 @@ class DomainStateManager:
             self._store_failed("write")
             return None
         stats = self.stats
-        stats.inc_value(f"domainstate/outcome/{verdict.outcome}")
+        stats.inc_value(_OUTCOME_KEYS[verdict.outcome])
         spider = self.crawler.spider
         if self._listened(signals.outcome_recorded):
             self.crawler.signals.send_catch_log(
@@ -472,7 +475,8 @@ class DomainStateManager:
         return stat, transition
 
     def _listened(self, signal: object) -> bool:
-        return bool(getAllReceivers(self.crawler.signals.sender, signal))
+        # getAllReceivers is a generator: ask for a first receiver.
+        return next(iter(getAllReceivers(self.crawler.signals.sender, signal)), None) is not None
 
     def _useful(self, response: Response) -> Outcome | None:
         """ok-contact / ok-empty from the outcome source; None: not evidence."""
