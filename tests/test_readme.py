@@ -48,13 +48,15 @@ def test_settings_table_defaults_are_the_config_defaults() -> None:
 
 
 def test_readme_renders_without_warnings() -> None:
-    docutils_core = __import__("docutils.core").core
     import io
 
+    from docutils.core import publish_string
+    from docutils.writers.null import Writer
+
     errors = io.StringIO()
-    docutils_core.publish_string(
+    publish_string(
         (ROOT / "README.rst").read_text(encoding="utf-8"),
-        writer_name="null",
+        writer=Writer(),
         settings_overrides={"report_level": 2, "halt_level": 5, "warning_stream": errors},
     )
     assert errors.getvalue() == ""
