@@ -17,7 +17,7 @@ import csv
 import json
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TextIO
 
 from .keys import MAX_KEY_BYTES, domain_key, host_of
@@ -25,21 +25,8 @@ from .record import DomainStat, Method, Outcome, RecentEntry, State
 
 __all__ = ["COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
 
-COLUMNS = (
-    "domain",
-    "state",
-    "fetch_total",
-    "fetch_ok",
-    "fetch_ok_empty",
-    "tab_total",
-    "tab_ok",
-    "first_seen",
-    "last_seen",
-    "state_changed_at",
-    "state_expires_at",
-    "probed_at",
-    "recent",
-)
+#: The record's fields, ``recent`` (a JSON cell) last.
+COLUMNS = (*(f.name for f in fields(DomainStat) if f.name != "recent"), "recent")
 _COUNTERS = ("fetch_total", "fetch_ok", "fetch_ok_empty", "tab_total", "tab_ok")
 _TIMES = ("first_seen", "last_seen", "state_changed_at", "probed_at")
 _VALID_STATES = ", ".join(s.value for s in State)

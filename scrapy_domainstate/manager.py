@@ -49,7 +49,6 @@ META_REISSUE = "domainstate_reissued"
 META_DECISION = "_domainstate_decision"
 META_PENDING = "_domainstate_pending"
 
-_ATTR = "_domainstate_manager"
 #: Stats keys, formatted once (an f-string of an Enum per request adds up).
 _DECISION_KEYS = {d: f"domainstate/decision/{d.value}" for d in Decision}
 _OUTCOME_KEYS = {o: f"domainstate/outcome/{o.value}" for o in Outcome}
@@ -110,7 +109,7 @@ class DomainStateManager:
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> DomainStateManager:
         """The crawler's manager, built on first use. ``NotConfigured`` when off."""
-        manager = getattr(crawler, _ATTR, None)
+        manager = getattr(crawler, "domainstate", None)
         if manager is None:
             try:
                 config = Config.from_settings(crawler.settings)
@@ -120,8 +119,7 @@ class DomainStateManager:
             if not config.enabled:
                 raise NotConfigured("scrapy-domainstate is disabled (DOMAINSTATE_ENABLED=False)")
             manager = cls(crawler, config)
-            setattr(crawler, _ATTR, manager)
-            # Public handle, for ``scrapy shell`` and user code: ``crawler.domainstate``.
+            # Shared by the components, and public (``scrapy shell``, user code).
             crawler.domainstate = manager  # type: ignore[attr-defined]
         return manager
 
@@ -248,14 +246,13 @@ class DomainStateManager:
 
     def _mark(self, request: Request, domain: str, state: State, expires: float | None, method: str) -> None:
         request.meta[META_OUT] = {"domain": domain, "state": state.value, "expires_at": expires, "method": method}
+
+    def _count(self, domain: str, method: str) -> None:
+        """``method/{method}`` counts what was sent (or skipped, or served from the cache):
+        a routed request is counted when its response or failure comes back."""
         self.stats.inc_value(f"domainstate/method/{method}")
         if self.config.stats_per_domain:
             self.stats.inc_value(f"domainstate/domain/{domain}/{method}")
-
-    def _unmark(self, domain: str, method: str) -> None:
-        self.stats.inc_value(f"domainstate/method/{method}", -1)
-        if self.config.stats_per_domain:
-            self.stats.inc_value(f"domainstate/domain/{domain}/{method}", -1)
 
     def before_request(self, request: Request) -> Any:
         """The middleware's ``process_request``: None, or a coroutine when a probe is awaited."""
@@ -281,6 +278,7 @@ class DomainStateManager:
             return None
         if not force and self._url_is_dead(request, domain, now):
             self._mark(request, domain, State.DEAD, None, "skip")
+            self._count(domain, "skip")
             self.stats.inc_value("domainstate/url_dead/skipped")
             raise IgnoreRequest(f"domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
         decision, state, expires = self._decide(domain, now)
@@ -305,16 +303,18 @@ class DomainStateManager:
         if decision is Decision.SKIP:
             if not force:
                 self._mark(request, domain, state, expires, "skip")
+                self._count(domain, "skip")
                 if self._debug:
                     logger.debug("Skipping %s: %s is %s", request.url, domain, state, extra={"crawler": self.crawler})
                 raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
             self.stats.inc_value("domainstate/forced")
             decision = Decision.FETCH
-        if decision is Decision.BROWSER and not self.is_browser(request):
+        browser = self.is_browser(request)
+        if decision is Decision.BROWSER and not browser:
             request.meta.update(self.config.browser_meta)
+            browser = True
         request.meta[META_DECISION] = decision.value
-        method = Method.TAB if self.is_browser(request) else Method.FETCH
-        self._mark(request, domain, state, expires, method.value)
+        self._mark(request, domain, state, expires, Method.TAB.value if browser else Method.FETCH.value)
         if self._debug:
             logger.debug("%s %s: %s is %s", decision, request.url, domain, state, extra={"crawler": self.crawler})
 
@@ -400,7 +400,7 @@ class DomainStateManager:
             },
         )
         self.stats.inc_value("domainstate/decision/probe")
-        self.stats.inc_value("domainstate/method/head")
+        self._count(domain, Method.HEAD.value)
         assert self.crawler.engine is not None
         root = is_site_root(request.url)
         try:
@@ -500,16 +500,13 @@ class DomainStateManager:
         out = meta.get(META_OUT)
         if not out or out.get("method") in ("skip", None):
             return response
-        if "cached" in response.flags:
-            # Not sent after all: count it under ``cache`` instead of the method it was routed to.
-            self._unmark(out["domain"], out["method"])
-            out = dict(out, method="cache")
-            meta[META_OUT] = out
-            self.stats.inc_value("domainstate/method/cache")
-            if self.config.stats_per_domain:
-                self.stats.inc_value(f"domainstate/domain/{out['domain']}/cache")
-            return response
         domain = out["domain"]
+        if "cached" in response.flags:
+            # Not sent after all: served from Scrapy's HTTP cache, not evidence.
+            meta[META_OUT] = dict(out, method="cache")
+            self._count(domain, "cache")
+            return response
+        self._count(domain, out["method"])
         method = Method.TAB if self.is_browser(request) else Method.FETCH
         root = is_site_root(response.url)
         passed = False
@@ -592,6 +589,7 @@ class DomainStateManager:
             return None
         if isinstance(exception, IgnoreRequest):
             return None
+        self._count(out["domain"], out["method"])
         method = Method.TAB if self.is_browser(request) else Method.FETCH
         verdict = self.classifier.failure(exception)
         self.record(out["domain"], method, verdict, request)

@@ -101,7 +101,8 @@ class DomainStat:
     probed_at: float = 0.0
 
     def copy(self) -> DomainStat:
-        # Positional, in field order (checked below): about twice as fast as keywords.
+        # Positional, in field order (tests/test_record.py checks every field is copied):
+        # about twice as fast as keywords.
         return DomainStat(
             self.domain,
             self.state,
@@ -118,24 +119,6 @@ class DomainStat:
             self.probed_at,
         )
 
-
-_FIELDS = tuple(DomainStat.__dataclass_fields__)
-if _FIELDS != (
-    "domain",
-    "state",
-    "recent",
-    "fetch_total",
-    "fetch_ok",
-    "fetch_ok_empty",
-    "tab_total",
-    "tab_ok",
-    "first_seen",
-    "last_seen",
-    "state_changed_at",
-    "state_expires_at",
-    "probed_at",
-):  # pragma: no cover - a new field must be added to DomainStat.copy() too
-    raise AssertionError("DomainStat.copy() does not match the fields of DomainStat")
 
 # ---------------------------------------------------------------- encoding
 

@@ -639,18 +639,9 @@ class RedisStore(DomainStore):
                 if done:
                     pipe.unlink(*done)
                 pipe.zcard(self._lru_key)
-                try:
-                    replies = pipe.execute()
-                except WatchError as exc:
-                    cause = _disconnect_cause(exc)
-                    if cause is None:
-                        self._backoff(attempt)
-                        continue
-                    self._unconfirmed[token] = {domain: list(entries) for domain, entries in chunk}
-                    raise cause from None
-                except RedisError:
-                    self._unconfirmed[token] = {domain: list(entries) for domain, entries in chunk}
-                    raise
+                replies = self._execute(pipe, token, chunk, attempt)
+                if replies is None:
+                    continue
             del self._done_tokens[: len(done)]
             self._done_tokens.append(token)
             self._lru_size = replies[-1]
@@ -658,6 +649,27 @@ class RedisStore(DomainStore):
             return results
         # Heavy contention on a wide WATCH: narrow it to one domain at a time.
         return {domain: self._tx_domain(domain, entries) for domain, entries in chunk}
+
+    def _execute(
+        self, pipe: Any, token: str, chunk: list[tuple[str, list[RecentEntry]]], attempt: int
+    ) -> list[Any] | None:
+        """EXEC a transaction; ``None`` when a watched key changed (backed off: retry).
+
+        On a lost connection the outcome is unknown: the token's entries are kept as
+        unconfirmed (the next flush checks the token) and the cause is raised.
+        """
+        try:
+            return pipe.execute()
+        except WatchError as exc:
+            cause = _disconnect_cause(exc)
+            if cause is None:
+                self._backoff(attempt)
+                return None
+            self._unconfirmed[token] = {domain: list(entries) for domain, entries in chunk}
+            raise cause from None
+        except RedisError:
+            self._unconfirmed[token] = {domain: list(entries) for domain, entries in chunk}
+            raise
 
     def _tx_domain(self, domain: str, entries: list[RecentEntry]) -> DomainStat:
         client = self._client
@@ -677,18 +689,9 @@ class RedisStore(DomainStore):
                 if not self._per_domain:  # one slot: the LRU update rides in the transaction
                     pipe.zadd(self._lru_key, {domain: stat.last_seen})
                     pipe.zcard(self._lru_key)
-                try:
-                    replies = pipe.execute()
-                except WatchError as exc:
-                    cause = _disconnect_cause(exc)
-                    if cause is None:
-                        self._backoff(attempt)
-                        continue
-                    self._unconfirmed[token] = {domain: list(entries)}
-                    raise cause from None
-                except RedisError:
-                    self._unconfirmed[token] = {domain: list(entries)}
-                    raise
+                replies = self._execute(pipe, token, [(domain, entries)], attempt)
+                if replies is None:
+                    continue
             self._done_tokens.append(token)
             if self._per_domain:
                 self._lru_updates[domain] = max(stat.last_seen, self._lru_updates.get(domain, 0.0))
