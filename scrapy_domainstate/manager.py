@@ -21,6 +21,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
 
+from . import _evidence as evidence
 from . import signals
 from .classify import Classifier, Verdict
 from .config import Config, ConfigError
@@ -55,8 +56,6 @@ _OUTCOME_KEYS = {o: f"domainstate/outcome/{o.value}" for o in Outcome}
 #: Key prefix, in the URL-dead table, of "this domain has dead URLs" marks
 #: (request fingerprints are hex, so they never collide with it).
 _DOMAIN_MARK = "domain:"
-#: Statuses anti-bot walls answer with; a browser may have passed them since.
-_CHALLENGE_STATUSES = frozenset({202, 403, 405, 429, 503})
 _HTTP_SCHEMES = frozenset({"http", "https"})
 #: Request meta a HEAD probe keeps from its request.
 _PROBE_TRANSPORT_META = (
@@ -410,11 +409,10 @@ class DomainStateManager:
         except Exception as exc:
             verdict = self.classifier.failure(exc)
         else:
-            if "cached" in response.flags:
-                # From Scrapy's HTTP cache: not evidence. Stamp the probe so it is not repeated.
-                verdict = Verdict(Outcome.NO_VERDICT, response.status, "cached")
-            else:
-                verdict = self.classifier.head(response.status, response.headers, response.url, root)
+            # From Scrapy's HTTP cache: not evidence, but stamped so the probe is not repeated.
+            cached = "cached" in response.flags
+            antibot = None if cached else self.classifier.antibot(response.status, response.headers, b"")
+            verdict = evidence.probe_verdict(response.status, antibot, root, cached)
         self.record(domain, Method.HEAD, verdict, request)
 
     # ----------------------------------------------------------- outcomes
@@ -492,6 +490,17 @@ class DomainStateManager:
         found = has_contact(response.body, self.config.body_scan_bytes)
         return Outcome.OK_CONTACT if found else Outcome.OK_EMPTY
 
+    def _facts(self, request: Request, response: Response | None = None) -> evidence.Facts:
+        meta = request.meta
+        return evidence.Facts(
+            method=Method.TAB if self.is_browser(request) else Method.FETCH,
+            status=None if response is None else response.status,
+            is_root=response is not None and is_site_root(response.url),
+            cached=response is not None and "cached" in response.flags,
+            reissued=meta.get(META_REISSUE) == request.url,
+            fallback=meta.get(META_DECISION) == Decision.FETCH_THEN_BROWSER.value,
+        )
+
     def after_response(self, request: Request, response: Response) -> Request | Response:
         """The middleware's ``process_response``."""
         meta = request.meta
@@ -501,85 +510,58 @@ class DomainStateManager:
         if not out or out.get("method") in ("skip", None):
             return response
         domain = out["domain"]
-        if "cached" in response.flags:
+        facts = self._facts(request, response)
+        if facts.cached:
             # Not sent after all: served from Scrapy's HTTP cache, not evidence.
             meta[META_OUT] = dict(out, method="cache")
             self._count(domain, "cache")
             return response
         self._count(domain, out["method"])
-        method = Method.TAB if self.is_browser(request) else Method.FETCH
-        root = is_site_root(response.url)
-        passed = False
-        if method is Method.TAB and response.status in _CHALLENGE_STATUSES:
-            verdict, passed = self._rendered_verdict(response, root)
-        else:
-            verdict = self.classifier.response(response.status, response.headers, response.body, response.url, root)
+        verdict, passed = evidence.response_verdict(
+            self.classifier,
+            facts.method,
+            response.status,
+            response.headers,
+            response.body,
+            response.url,
+            facts.is_root,
+        )
         if verdict.outcome is not Outcome.ANTIBOT and response.url.startswith("https:"):
             tls = self._certificate_verdict(response)
             if tls is not None:
                 verdict = tls
-        if verdict.success and verdict.browser_fixable and method is Method.FETCH:
-            # A script-only page shell: nothing to judge yet. If the browser will
-            # render it, only the render is evidence (a shell is not "ok-empty":
-            # counting it would push a JavaScript site toward cold).
-            reissue = self._maybe_reissue(request, verdict, method)
-            if reissue is not None:
-                self.stats.inc_value("domainstate/not_evidence")
-                return reissue
-        if verdict.success and 300 <= response.status < 400:
-            # A redirect delivered as is (dont_redirect, handle_httpstatus_list, 304): the
-            # page was not fetched, so it is neither useful nor empty.
-            self.stats.inc_value("domainstate/not_evidence")
-            return response
-        if verdict.success:
+        judged = evidence.judge_response(facts, verdict, passed)
+        if judged.usefulness:
             if self.config.outcome == "items" and self._outcome_fn is None:
-                meta[META_PENDING] = (domain, method, verdict.status)
+                meta[META_PENDING] = (domain, facts.method, verdict.status)
                 return response
-            try:
-                useful = self._useful(response)
-            except Exception:
-                logger.exception("DOMAINSTATE_OUTCOME callable failed for %s", response.url)
-                useful = None
-            if useful is None:
-                self.stats.inc_value("domainstate/not_evidence")
-                return response
-            verdict = Verdict(useful, verdict.status, verdict.error_class)
-        elif verdict.status in (404, 410) and verdict.outcome is Outcome.HTTP_ERROR:
-            # Off the site root: only this URL is dead; the domain is untouched.
-            if method is Method.FETCH:
-                self._mark_url_dead(request)
+            judged = evidence.with_usefulness(judged, self._useful_or_none(response))
+        return self._apply(request, response, domain, facts.method, judged)
+
+    def _apply(
+        self, request: Request, response: Response, domain: str, method: Method, judged: evidence.Evidence
+    ) -> Request | Response:
+        """Act on what a response means: record it, re-issue it, mark its URL dead."""
+        if judged.record is None:
             self.stats.inc_value("domainstate/not_evidence")
-            return response
-        self.record(domain, method, verdict, request)
-        reissue = self._maybe_reissue(request, verdict, method)
-        if reissue is not None:
-            return reissue
-        if passed:
+            if judged.url_dead:
+                self._mark_url_dead(request)
+            return self._reissue(request, judged.reason) if judged.reissue else response
+        self.record(domain, method, judged.record, request)
+        if judged.reissue:
+            return self._reissue(request, judged.record.outcome)
+        if judged.passed:
             # The browser got past the wall: deliver the page it rendered as what it is.
-            meta[META_OUT] = dict(meta[META_OUT], original_status=response.status)
+            request.meta[META_OUT] = dict(request.meta[META_OUT], original_status=response.status)
             return response.replace(status=200)
         return response
 
-    def _rendered_verdict(self, response: Response, root: bool) -> tuple[Verdict, bool]:
-        """A browser render answered with a wall's status: did the browser get past it?
-
-        A browser handler reports the status and headers of the *first* page load;
-        after a JavaScript challenge the page reloads and the body is the real page.
-        A hard block in the headers stands (a browser cannot pass a ban); otherwise
-        the body decides: still a challenge (or a 429) is antibot, a real page is a
-        success. Returns the verdict and whether the wall was passed.
-        """
-        status = response.status
-        from_headers = self.classifier.antibot(status, response.headers, b"")
-        if from_headers is not None and from_headers.is_hard_block:
-            return from_headers, False
-        from_body = self.classifier.antibot(status, {}, response.body)
-        if from_body is not None:
-            return from_body, False
-        verdict = self.classifier.response(200, {}, response.body, response.url, root)
-        if not verdict.success:
-            return Verdict(verdict.outcome, status, verdict.error_class, verdict.browser_fixable), False
-        return Verdict(verdict.outcome, status, verdict.error_class), True
+    def _useful_or_none(self, response: Response) -> Outcome | None:
+        try:
+            return self._useful(response)
+        except Exception:
+            logger.exception("DOMAINSTATE_OUTCOME callable failed for %s", response.url)
+            return None
 
     def after_exception(self, request: Request, exception: BaseException) -> Request | None:
         """The middleware's ``process_exception``."""
@@ -590,25 +572,20 @@ class DomainStateManager:
         if isinstance(exception, IgnoreRequest):
             return None
         self._count(out["domain"], out["method"])
-        method = Method.TAB if self.is_browser(request) else Method.FETCH
-        verdict = self.classifier.failure(exception)
-        self.record(out["domain"], method, verdict, request)
-        return self._maybe_reissue(request, verdict, method)
+        facts = self._facts(request)
+        judged = evidence.judge_failure(facts, self.classifier.failure(exception))
+        assert judged.record is not None
+        self.record(out["domain"], facts.method, judged.record, request)
+        return self._reissue(request, judged.record.outcome) if judged.reissue else None
 
-    def _maybe_reissue(self, request: Request, verdict: Verdict, method: Method) -> Request | None:
-        if method is not Method.FETCH or request.meta.get(META_REISSUE) == request.url:
-            return None
-        if request.meta.get(META_DECISION) != Decision.FETCH_THEN_BROWSER.value:
-            return None
-        if not (verdict.outcome is Outcome.ANTIBOT or verdict.browser_fixable):
-            return None
+    def _reissue(self, request: Request, why: object) -> Request:
         self.stats.inc_value("domainstate/browser_reissue")
         meta = dict(request.meta)
         meta.update(self.config.browser_meta)
         # The URL, not True: a request built later from a copy of this meta is not a re-issue.
         meta[META_REISSUE] = request.url
         meta.pop(META_DECISION, None)
-        logger.debug("Re-issuing %s in the browser (%s)", request.url, verdict.outcome, extra={"crawler": self.crawler})
+        logger.debug("Re-issuing %s in the browser (%s)", request.url, why, extra={"crawler": self.crawler})
         return request.replace(dont_filter=True, meta=meta)
 
     def _mark_url_dead(self, request: Request) -> None:
