@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from scrapy.settings import BaseSettings
+import logging
+from typing import TYPE_CHECKING
 
-from .config import Config
+from scrapy.exceptions import NotConfigured
+
+from .config import Config, log_unknown_settings
 from .extension import DomainStateExtension
 from .middleware import DomainStateMiddleware
 from .spidermw import DomainStateSpiderMiddleware
 
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
+
 __all__ = ["DOWNLOADER_MIDDLEWARE_PRIORITY", "EXTENSION_PRIORITY", "SPIDER_MIDDLEWARE_PRIORITY", "Addon"]
+
+logger = logging.getLogger(__name__)
 
 #: Below Retry (550), MetaRefresh (580), HttpCompression (590) and Redirect (600);
 #: above HttpCache (900). See :mod:`scrapy_domainstate.middleware`.
@@ -23,11 +33,33 @@ class Addon:
     """Enables the downloader middleware, the spider middleware and the extension.
 
     Components a project already lists keep the priority it gave them. The
-    settings are validated here, so a bad value fails at start-up naming it.
+    settings are validated here, so a bad value fails at start-up naming it,
+    and each misspelt ``DOMAINSTATE_*`` name logs one WARNING. When the plugin
+    is off (``DOMAINSTATE_ENABLED = False``, or ``domainstate_enabled = False``
+    on the spider) it logs one INFO line and enables nothing.
     """
 
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
     def update_settings(self, settings: BaseSettings) -> None:
-        Config.from_settings(settings)
+        config = Config.from_settings(settings)
+        log_unknown_settings(settings, self.crawler)
+        spider = getattr(self.crawler, "spider", None)
+        if not config.enabled:
+            why = "DOMAINSTATE_ENABLED = False"
+        elif not getattr(spider, "domainstate_enabled", True):
+            why = f"domainstate_enabled = False on spider {getattr(spider, 'name', spider)!r}"
+        else:
+            why = ""
+        if why:
+            logger.info("scrapy-domainstate is disabled (%s)", why, extra={"crawler": self.crawler})
+            # Bare on purpose: Scrapy logs a NotConfigured message as a WARNING.
+            raise NotConfigured
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", DomainStateMiddleware, DOWNLOADER_MIDDLEWARE_PRIORITY
         )

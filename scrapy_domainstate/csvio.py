@@ -1,6 +1,6 @@
 """CSV export and import of :class:`~scrapy_domainstate.record.DomainStat` records.
 
-One row per domain, one column per field of the record (``SPEC.md`` section 5), in
+One row per domain, one column per field of the record (``docs/SPEC.md`` section 5), in
 this order: :data:`COLUMNS`. Timestamps are Unix seconds written with ``repr`` (so
 they read back bit for bit); ``state_expires_at`` is empty when the state has no
 TTL; ``recent`` is a compact JSON list of ``{"at", "method", "outcome"[, "status"]

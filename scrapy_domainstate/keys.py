@@ -1,4 +1,4 @@
-"""Domain keys: which state record a URL belongs to (SPEC section 4).
+"""Domain keys: which state record a URL belongs to (docs/SPEC.md section 4).
 
 A URL or a bare host is reduced to its *domain key*:
 

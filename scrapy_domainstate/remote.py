@@ -1,4 +1,4 @@
-"""The client of a shared domain-state service (SPEC section 7).
+"""The client of a shared domain-state service (docs/SPEC.md section 7).
 
 A fleet of crawlers shares verdicts through a small HTTP service (``scrapy domainstate
 serve`` runs the reference one, :mod:`scrapy_domainstate.service`; the API is described in

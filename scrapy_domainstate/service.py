@@ -1,4 +1,4 @@
-"""The reference shared domain-state service (SPEC section 7), on Twisted.
+"""The reference shared domain-state service (docs/SPEC.md section 7), on Twisted.
 
 Run it with ``scrapy domainstate serve`` or ``python -m scrapy_domainstate.service``; the
 API is described in ``docs/openapi.yaml``:

@@ -30,6 +30,7 @@ from scrapy.commands import ScrapyCommand, ScrapyHelpFormatter
 from scrapy.exceptions import UsageError
 from scrapy.utils.misc import load_object
 
+from .._time import parse_duration
 from ..config import Config, ConfigError
 from ..csvio import COLUMNS, read_csv, write_csv
 from ..keys import domain_key
@@ -81,7 +82,6 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "token_file": ("--token-file", None),
     "db": ("--db", None),
 }
-_TTL_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}
 
 
 class _Failure(Exception):
@@ -216,21 +216,14 @@ def _parse_state(name: str) -> State:
 
 def _parse_ttl(text: str | None) -> float | None:
     """``None`` (option absent): the state's default (-1); ``none``: no TTL; ``90``, ``12h``, ``7d``: seconds."""
-    if text is None:
+    if text is None or text.strip().lower() == "default":
         return -1.0
-    value = text.strip().lower()
-    if value in ("none", "never", "inf", "infinite"):
-        return None
-    if value == "default":
-        return -1.0
-    scale = 1.0
-    if value[-1:] in _TTL_UNITS:
-        scale = _TTL_UNITS[value[-1]]
-        value = value[:-1]
-    try:
-        seconds = float(value) * scale
+    try:  # the same syntax as the duration settings (DOMAINSTATE_TTL)
+        seconds = parse_duration(text)
     except ValueError:
         seconds = math.nan
+    if seconds is None:
+        return None
     if not math.isfinite(seconds) or seconds <= 0:
         raise _Failure(
             2,
