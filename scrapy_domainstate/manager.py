@@ -269,12 +269,18 @@ class DomainStateManager:
             and state is State.UNKNOWN
             and (domain not in self._asked or self.probes.busy(domain))
         )
-        can_wait = self.crawler.engine is not None and self.crawler.spider is not None
-        route = routing.route(facts, decision, can_wait=can_wait, ask_remote=ask)
+        route = routing.route(facts, decision, can_wait=self._engine_running(), ask_remote=ask)
         if route.action is routing.Action.WAIT:
             return self._probe_then_route(request, domain, probe=route.probe)
         self._go(request, domain, route, state, expires)
         return None
+
+    def _engine_running(self) -> bool:
+        """A probe can be downloaded (not so in component tests: no engine, no spider)."""
+        try:
+            return self.crawler.engine is not None and self.crawler.spider is not None
+        except RuntimeError:  # Scrapy >= 2.14: "Crawler.engine is not set yet"
+            return False
 
     def _go(self, request: Request, domain: str, route: routing.Route, state: State, expires: float | None) -> None:
         """Act on a route: count it, mark the request, skip it or send it on."""
