@@ -158,6 +158,7 @@ def _boundary_ok(low: bytes, start: int, end: int) -> bool:
 
 
 def _numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    match: re.Match[bytes] | None
     # International: the pattern starts with a literal "+", which ``re`` finds with memchr.
     for hits, match in enumerate(_INTL.finditer(low)):
         if hits >= _MAX_HITS:
