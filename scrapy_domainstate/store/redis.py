@@ -493,28 +493,25 @@ class RedisStore(DomainStore):
         try:
             self._write_batch(batch)
         except BaseException:
-            self._requeue(batch)
+            # Entries of domains already written are not re-applied; the rest go back in
+            # front of anything recorded meanwhile.
+            written, self._written = self._written, set()
+            back = {d: e for d, e in batch.items() if d not in written}
+            for domain, entries in self._pending.items():
+                back.setdefault(domain, []).extend(entries)
+            self._pending = back
+            self._n_pending = sum(len(e) for e in back.values())
+            for domain in written:
+                if domain not in back:
+                    self._view.pop(domain, None)
+            if self._n_pending > self.max_buffered:
+                self._trim_buffer()
             raise
         self._written = set()
         for domain in batch:
             if domain not in self._pending:
                 self._view.pop(domain, None)
         return n
-
-    def _requeue(self, batch: dict[str, list[RecentEntry]]) -> None:
-        """After a failed write: entries of domains already written are not re-applied; the rest
-        go back in front of anything recorded meanwhile."""
-        written, self._written = self._written, set()
-        back = {d: e for d, e in batch.items() if d not in written}
-        for domain, entries in self._pending.items():
-            back.setdefault(domain, []).extend(entries)
-        self._pending = back
-        self._n_pending = sum(len(e) for e in back.values())
-        for domain in written:
-            if domain not in back:
-                self._view.pop(domain, None)
-        if self._n_pending > self.max_buffered:
-            self._trim_buffer()
 
     def _trim_buffer(self) -> None:
         """Drop the oldest buffered outcomes (first-buffered domains first) down to 90 % of the cap."""
