@@ -28,11 +28,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field
 from typing import Any, TypeVar
 
-from ._time import DAY, parse_duration
+from ._time import DAY, parse_duration  # DAY: also imported from here by older code
 from .record import State
 
 __all__ = [
-    "DAY",
     "DEFAULT_TTL",
     "SETTINGS",
     "Config",
