@@ -28,11 +28,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field
 from typing import Any, TypeVar
 
-from ._time import DAY, parse_duration
+from ._time import DAY, parse_duration  # DAY: also imported from here by older code
 from .record import State
 
 __all__ = [
-    "DAY",
     "DEFAULT_TTL",
     "SETTINGS",
     "Config",
@@ -201,12 +200,17 @@ def _meta(name: str, value: Any) -> dict[str, Any]:
     return meta
 
 
-def _class_path(name: str, value: Any) -> str:
-    if isinstance(value, type):
-        value = f"{value.__module__}.{value.__qualname__}"
-    if not isinstance(value, str) or "." not in value:
-        raise ConfigError(f"{name} must be a class path like 'pkg.module.Class', got {value!r}")
-    return value
+def _dotted(what: str) -> Parser:
+    """A dotted path (``pkg.module.name``); a class or function given as an object becomes its path."""
+
+    def parse(name: str, value: Any) -> str:
+        if not isinstance(value, str) and callable(value):
+            value = f"{value.__module__}.{value.__qualname__}"
+        if not isinstance(value, str) or "." not in value:
+            raise ConfigError(f"{name} must be {what}, got {value!r}")
+        return value
+
+    return parse
 
 
 def _outcome(name: str, value: Any) -> str:
@@ -241,6 +245,9 @@ def _parser_for(type_: str, default: Any) -> Parser:
 
 # ---------------------------------------------------------------- the table
 
+#: "Not set at all" (distinct from an explicit ``None``).
+_UNSET: Any = object()
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -257,15 +264,19 @@ class Setting:
     fallback: str | None = None
     #: Settings whose value this one may not exceed (checked after every value is parsed).
     at_most: tuple[str, ...] = ()
+    #: An explicit ``None`` is a value given to the parser (e.g. "off"), not "use the default".
+    nullable: bool = False
 
     @property
     def field(self) -> str:
         """The :class:`Config` attribute: the name without its prefix, lowercased."""
         return self.name.removeprefix(PREFIX).lower()
 
-    def value(self, raw: Any = None) -> Any:
-        """The parsed value of ``raw`` (``None``: the default)."""
-        return self.parse(self.name, self.default if raw is None else raw)
+    def value(self, raw: Any = _UNSET) -> Any:
+        """The parsed value of ``raw``; unset (or ``None``, unless the row is nullable): the default."""
+        if raw is _UNSET or (raw is None and not self.nullable):
+            raw = self.default
+        return self.parse(self.name, raw)
 
 
 def _s(
@@ -278,8 +289,10 @@ def _s(
     example: str | None = None,
     fallback: str | None = None,
     at_most: tuple[str, ...] = (),
+    nullable: bool = False,
 ) -> Setting:
-    return Setting(name, default, type_, doc, parse or _parser_for(type_, default), example, fallback, at_most)
+    parser = parse or _parser_for(type_, default)
+    return Setting(name, default, type_, doc, parser, example, fallback, at_most, nullable)
 
 
 #: Thresholds count entries of a record's recent history, so none may exceed its size.
@@ -292,7 +305,7 @@ SETTINGS: tuple[Setting, ...] = (
         "scrapy_domainstate.store.lmdb.LmdbStore",
         "str",
         "Class path of the store (LMDB, Redis or memory).",
-        parse=_class_path,
+        parse=_dotted("a class path like 'pkg.module.Class'"),
         example='"scrapy_domainstate.store.redis.RedisStore"',
     ),
     _s(
@@ -559,12 +572,15 @@ class Config:
 
 
 def _raw(settings: Mapping[str, Any] | None, setting: Setting) -> Any:
+    """The value given for ``setting`` (or its fallback), or ``_UNSET``."""
     if settings is None or not hasattr(settings, "get"):
+        return _UNSET
+    for name in (setting.name, setting.fallback):
+        if name is not None and settings.get(name, None) is not None:
+            return settings.get(name)
+    if setting.nullable and setting.name in settings:
         return None
-    value = settings.get(setting.name, None)
-    if value is None and setting.fallback:
-        value = settings.get(setting.fallback, None)
-    return value
+    return _UNSET
 
 
 # ---------------------------------------------------------------- misspelt names

@@ -158,6 +158,10 @@ def _boundary_ok(low: bytes, start: int, end: int) -> bool:
 
 
 def _numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    return _intl_numbers(low, out, seen, first) or _nanp_numbers(low, out, seen, first)
+
+
+def _intl_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
     # International: the pattern starts with a literal "+", which ``re`` finds with memchr.
     for hits, match in enumerate(_INTL.finditer(low)):
         if hits >= _MAX_HITS:
@@ -172,6 +176,10 @@ def _numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
             _add(out, seen, _phone_key(text))
             if first:
                 return True
+    return False
+
+
+def _nanp_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
     # North American: find the "000-0000" tail on the digits-to-zero copy, then look back.
     shape = low.translate(_ZERO_DIGITS)
     find = shape.find

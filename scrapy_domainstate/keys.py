@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 try:
     import idna as _idna
 except ImportError:  # pragma: no cover - idna is a dependency of tldextract
-    _idna = None
+    _idna = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from tldextract import TLDExtract

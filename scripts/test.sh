@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-system-deps.sh
 python -m pip install -q -e ".[test]"
 ruff check scrapy_domainstate tests benchmarks example_project
+python -m mypy  # [tool.mypy] in pyproject.toml: the package, type-checked
 set +e
 python -m pytest "$@"
 rc=$?

@@ -611,3 +611,27 @@ def test_every_setting_name_is_known():
     from scrapy_domainstate.config import unknown_settings
 
     assert unknown_settings(BY_NAME) == []
+
+
+def test_a_nullable_row_gives_an_explicit_none_to_its_parser():
+    from scrapy_domainstate.config import _raw, _s
+
+    def off_or_dict(name, value):
+        return None if value is None else dict(value)
+
+    row = _s("DOMAINSTATE_X", {"a": 1}, "dict", "doc", parse=off_or_dict, nullable=True)
+    assert row.value() == {"a": 1}
+    assert row.value(None) is None
+    assert row.value(_raw({"DOMAINSTATE_X": None}, row)) is None
+    assert row.value(_raw({}, row)) == {"a": 1}
+    settings = Settings()
+    settings.set("DOMAINSTATE_X", None)
+    assert row.value(_raw(settings, row)) is None
+    plain = _s("DOMAINSTATE_X", {"a": 1}, "dict", "doc")
+    assert plain.value(_raw({"DOMAINSTATE_X": None}, plain)) == {"a": 1}
+
+
+def test_dotted_paths_from_objects():
+    assert Config.from_settings({"DOMAINSTATE_STORE": MyStore}).store == f"{__name__}.MyStore"
+    with pytest.raises(ConfigError, match="class path"):
+        Config.from_settings({"DOMAINSTATE_STORE": "LmdbStore"})

@@ -227,7 +227,7 @@ class RedisStore(DomainStore):
             "retry": Retry(NoBackoff(), 0),
         }
         try:
-            client = redis.Redis.from_url(url, **kwargs)
+            client: redis.Redis | redis.RedisCluster = redis.Redis.from_url(url, **kwargs)
         except ValueError as exc:
             raise ConfigError(f"DOMAINSTATE_REDIS_URL {masked!r} is not a valid Redis URL: {exc}") from None
         cluster = self._cluster_wanted

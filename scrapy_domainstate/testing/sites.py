@@ -41,6 +41,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from OpenSSL import SSL
 from twisted.internet.interfaces import IOpenSSLServerConnectionCreator, IPullProducer
+from twisted.web import http
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 from zope.interface import implementer
@@ -388,16 +389,16 @@ class _VHostResource(Resource):
 
     def __init__(self, server: SiteServer):
         super().__init__()
-        self.server = server
+        self.site_server = server  # not ``server``: Resource has an attribute of that name
 
     def render(self, request: Request) -> bytes | int:
-        return self.server._handle(request)
+        return self.site_server._handle(request)
 
 
 class _QuietSite(Site):
     noisy = False
 
-    def log(self, request: Request) -> None:  # no access log: the server keeps its own
+    def log(self, request: http.Request) -> None:  # no access log: the server keeps its own
         pass
 
 
@@ -761,7 +762,7 @@ class SiteServer:
         self._respond(request, 200, content_type=b"application/javascript")
         return self._later(request, CHALLENGE_ASSET_DELAY, lambda: b"/* challenge platform */\n")
 
-    def _cf_soft(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+    def _cf_soft(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes | int:
         asset = self._challenge_asset(request)
         if asset is not None:
             return asset
@@ -769,7 +770,7 @@ class SiteServer:
             return self._page(request, host, path, friendly_page)
         return self._cf_challenge(request, host)
 
-    def _cf_sometimes(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+    def _cf_sometimes(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes | int:
         asset = self._challenge_asset(request)
         if asset is not None:
             return asset
