@@ -43,7 +43,7 @@ def _load(path: str) -> Callable[[Response], Any]:
         raise ConfigError(f"DOMAINSTATE_OUTCOME: cannot import {path!r}: {exc}") from exc
     if not callable(fn):
         raise ConfigError(f"DOMAINSTATE_OUTCOME: {path!r} is not callable")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 class OutcomeSource:

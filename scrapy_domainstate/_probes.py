@@ -62,9 +62,9 @@ class ProbeGate:
             try:
                 await work()
             finally:
-                for waiter in self._waiters.pop(domain, []):
-                    if not waiter.called:
-                        waiter.callback(None)
+                for waiting in self._waiters.pop(domain, []):
+                    if not waiting.called:
+                        waiting.callback(None)
             return
         from twisted.internet import reactor
 
