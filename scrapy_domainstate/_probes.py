@@ -62,9 +62,9 @@ class ProbeGate:
             try:
                 await work()
             finally:
-                for pending in self._waiters.pop(domain, []):
-                    if not pending.called:
-                        pending.callback(None)
+                for waiting in self._waiters.pop(domain, []):
+                    if not waiting.called:
+                        waiting.callback(None)
             return
         from twisted.internet import reactor
 

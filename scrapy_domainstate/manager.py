@@ -8,6 +8,7 @@ wires the lifecycle once (open at ``spider_opened``, flush on a timer, flush and
 - :mod:`._routing`: a request's facts and its domain's decision -> where it goes;
 - :mod:`._evidence`: what a response, a failure or a HEAD probe means for the record;
 - :mod:`._probes`: one HEAD probe per new domain, the other requests waiting for it;
+- :mod:`._adoption`: the first sight of a domain with a shared-state service;
 - :mod:`._deadurls`: the URLs that answered 404/410 off the root;
 - :mod:`._outcomes`: whether a fetched page was useful (contacts, items or a callable);
 - :mod:`._telemetry`: stats, signals and log lines;
@@ -30,6 +31,7 @@ from twisted.internet import task
 from . import _evidence as evidence
 from . import _registry
 from . import _routing as routing
+from ._adoption import adopt
 from ._deadurls import DeadUrls
 from ._outcomes import META_OUTCOME, OutcomeSource
 from ._probes import META_PROBE, ProbeGate, probe_request, send_probe
@@ -114,7 +116,7 @@ class DomainStateManager:
             # alone still opens, flushes and closes the store.
             crawler.signals.connect(manager.spider_opened, signal=scrapy_signals.spider_opened)
             crawler.signals.connect(manager.spider_closed, signal=scrapy_signals.spider_closed)
-        return manager  # type: ignore[no-any-return]
+        return manager
 
     def spider_opened(self, spider: Any = None) -> None:
         self.open()
@@ -319,21 +321,10 @@ class DomainStateManager:
         """First sight: adopt the fleet's verdict when its consensus is strong. True if adopted."""
         if self.remote is None:
             return False
-        from .remote import adoption_ttl
-
-        verdict = await maybe_deferred_to_future(self.remote.lookup(domain))
-        if verdict is None:
+        adopted = await adopt(self.remote, self.store, domain, self.clock, self.telemetry.store_failed)
+        if adopted is None:
             return False
-        now = self.clock()
-        try:
-            state = self.remote.adopt(self.store.get(domain), verdict, now)
-            if state is None or state is State.UNKNOWN:
-                return False
-            self.store.set_state(domain, state, now, ttl=adoption_ttl(verdict, now))
-        except Exception:
-            self.telemetry.store_failed("write")
-            return False
-        self.telemetry.adopted(domain, state, verdict)
+        self.telemetry.adopted(domain, *adopted)
         return True
 
     async def _probe(self, request: Request, domain: str) -> None:

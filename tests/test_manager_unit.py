@@ -239,7 +239,7 @@ def test_challenge_is_recorded_and_reissued_once_in_the_browser(mw: DomainStateM
 def test_browser_that_passed_the_wall_delivers_a_200(mw: DomainStateMiddleware) -> None:
     request = sent(mw, "https://shop.test/", playwright=True)  # the user's own browser request
     passed = mw.process_response(request, html(request.url, CONTACT, 403, headers=CF, request=request))
-    assert passed.status == 200
+    assert isinstance(passed, Response) and passed.status == 200
     assert request.meta["domainstate"]["original_status"] == 403
     assert recent(mw, "shop.test") == [(Method.TAB, Outcome.OK_CONTACT)]
 

@@ -87,12 +87,16 @@ async def test_failing_work_still_releases_the_waiters() -> None:
     assert not gate.busy("a.test")
 
 
+def _parse(response: Any) -> None:
+    return None
+
+
 def test_probe_request_keeps_the_transport_only() -> None:
     request = Request(
         "https://a.test/page?x=1",
         method="POST",
         body=b"form",
-        callback=lambda r: None,
+        callback=_parse,
         meta={"proxy": "http://p:8080", "cookiejar": 3, "download_slot": "s", "playwright": True, "depth": 2},
     )
     probe = probe_request(request, 7.5)
