@@ -26,11 +26,25 @@ def _ours(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == level and r.name.startswith("scrapy_domainstate")]
 
 
+#: The components listed by hand, as the README's manual equivalent of the add-on line.
+BY_HAND = {
+    "DOWNLOADER_MIDDLEWARES": {"scrapy_domainstate.DomainStateMiddleware": 540},
+    "SPIDER_MIDDLEWARES": {"scrapy_domainstate.DomainStateSpiderMiddleware": 950},
+    "EXTENSIONS": {"scrapy_domainstate.DomainStateExtension": 500},
+}
+ENABLINGS = {
+    "add-on": {"ADDONS": ADDON},
+    "by hand": BY_HAND,
+    "both": {"ADDONS": ADDON, **BY_HAND},
+}
+
+
+@pytest.mark.parametrize("enabled_by", ["add-on", "by hand", "both"])
 @pytest_twisted.ensureDeferred
 async def test_misspelt_setting_logs_one_warning_naming_the_valid_one(
-    sites: Any, crawl_settings: dict[str, Any], run_crawl: Any, caplog: pytest.LogCaptureFixture
+    enabled_by: str, sites: Any, crawl_settings: dict[str, Any], run_crawl: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = {**_with_addon(crawl_settings), "DOMAINSTATE_COLD_TRESHOLD": 10, "DOMAINSTATE_FOO": 1}
+    settings = {**crawl_settings, **ENABLINGS[enabled_by], "DOMAINSTATE_COLD_TRESHOLD": 10, "DOMAINSTATE_FOO": 1}
     with caplog.at_level(logging.INFO):
         result = await run_crawl(settings, [sites.url("friendly.test")])
     warnings = _ours(caplog, logging.WARNING)
@@ -54,19 +68,6 @@ async def test_correct_settings_log_no_warning(
 
 class _Off:
     domainstate_enabled = False
-
-
-#: The components listed by hand, as the README's manual equivalent of the add-on line.
-BY_HAND = {
-    "DOWNLOADER_MIDDLEWARES": {"scrapy_domainstate.DomainStateMiddleware": 540},
-    "SPIDER_MIDDLEWARES": {"scrapy_domainstate.DomainStateSpiderMiddleware": 950},
-    "EXTENSIONS": {"scrapy_domainstate.DomainStateExtension": 500},
-}
-ENABLINGS = {
-    "add-on": {"ADDONS": ADDON},
-    "by hand": BY_HAND,
-    "both": {"ADDONS": ADDON, **BY_HAND},
-}
 
 
 @pytest.mark.parametrize("enabled_by", list(ENABLINGS))
