@@ -299,7 +299,14 @@ def _s(
 _IN_RECENT = ("DOMAINSTATE_RECENT_SIZE",)
 
 SETTINGS: tuple[Setting, ...] = (
-    _s("DOMAINSTATE_ENABLED", True, "bool", "Switch the plugin on or off.", example="False"),
+    _s(
+        "DOMAINSTATE_ENABLED",
+        True,
+        "bool",
+        "Switch the plugin on or off. Off (also: ``domainstate_enabled = False`` on a spider), it logs "
+        "one INFO line and enables nothing.",
+        example="False",
+    ),
     _s(
         "DOMAINSTATE_STORE",
         "scrapy_domainstate.store.lmdb.LmdbStore",
