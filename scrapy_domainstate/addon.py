@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from ._switch import off_reason, report_off
 from .config import Config, log_unknown_settings
 from .extension import DomainStateExtension
 from .middleware import DomainStateMiddleware
@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["DOWNLOADER_MIDDLEWARE_PRIORITY", "EXTENSION_PRIORITY", "SPIDER_MIDDLEWARE_PRIORITY", "Addon"]
-
-logger = logging.getLogger(__name__)
 
 #: Below Retry (550), MetaRefresh (580), HttpCompression (590) and Redirect (600);
 #: above HttpCache (900). See :mod:`scrapy_domainstate.middleware`.
@@ -49,15 +47,9 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         config = Config.from_settings(settings)
         log_unknown_settings(settings, self.crawler)
-        spider = getattr(self.crawler, "spider", None)
-        if not config.enabled:
-            why = "DOMAINSTATE_ENABLED = False"
-        elif not getattr(spider, "domainstate_enabled", True):
-            why = f"domainstate_enabled = False on spider {getattr(spider, 'name', spider)!r}"
-        else:
-            why = ""
-        if why:
-            logger.info("scrapy-domainstate is disabled (%s)", why, extra={"crawler": self.crawler})
+        reason = off_reason(config, getattr(self.crawler, "spider", None))
+        if reason is not None:
+            report_off(self.crawler, reason)
             # Bare on purpose: Scrapy logs a NotConfigured message as a WARNING.
             raise NotConfigured
         settings.setdefault_in_component_priority_dict(

@@ -299,7 +299,14 @@ def _s(
 _IN_RECENT = ("DOMAINSTATE_RECENT_SIZE",)
 
 SETTINGS: tuple[Setting, ...] = (
-    _s("DOMAINSTATE_ENABLED", True, "bool", "Switch the plugin on or off.", example="False"),
+    _s(
+        "DOMAINSTATE_ENABLED",
+        True,
+        "bool",
+        "Switch the plugin on or off. Off (also: ``domainstate_enabled = False`` on a spider), it logs "
+        "one INFO line and enables nothing.",
+        example="False",
+    ),
     _s(
         "DOMAINSTATE_STORE",
         "scrapy_domainstate.store.lmdb.LmdbStore",
@@ -600,7 +607,14 @@ def unknown_settings(names: Iterable[str]) -> list[tuple[str, str | None]]:
 
 
 def log_unknown_settings(settings: Iterable[str], crawler: Any = None) -> int:
-    """Log one WARNING per misspelt ``DOMAINSTATE_*`` setting; return how many there were."""
+    """Log one WARNING per misspelt ``DOMAINSTATE_*`` setting; return how many there were.
+
+    With a ``crawler``, only its first call checks (the add-on and the components both call it).
+    """
+    if crawler is not None:
+        if getattr(crawler, "_domainstate_names_checked", False):
+            return 0
+        crawler._domainstate_names_checked = True
     found = unknown_settings(settings)
     for name, close in found:
         hint = f"did you mean {close}?" if close else "see the Settings section of the README"

@@ -35,9 +35,10 @@ from ._adoption import adopt
 from ._deadurls import DeadUrls
 from ._outcomes import META_OUTCOME, OutcomeSource
 from ._probes import META_PROBE, ProbeGate, probe_request, send_probe
+from ._switch import off_reason, report_off
 from ._telemetry import Telemetry, logger
 from .classify import Classifier, Verdict
-from .config import Config, ConfigError
+from .config import Config, ConfigError, log_unknown_settings
 from .keys import domain_key, host_of, is_site_root
 from .policy import Decision, Policy, Transition
 from .record import DomainStat, Method, Outcome, RecentEntry, State
@@ -107,8 +108,11 @@ class DomainStateManager:
             except ConfigError as exc:
                 # A bad value must stop the crawl at start-up, not silently disable it.
                 raise ConfigError(f"scrapy-domainstate: {exc}") from exc
-            if not config.enabled:
-                raise NotConfigured("scrapy-domainstate is disabled (DOMAINSTATE_ENABLED=False)")
+            log_unknown_settings(crawler.settings, crawler)
+            reason = off_reason(config, getattr(crawler, "spider", None))
+            if reason is not None:
+                report_off(crawler, reason)  # one INFO line per crawler
+                raise NotConfigured  # bare: Scrapy logs a NotConfigured message as a WARNING
             manager = cls(crawler, config)
             # Shared by the components, and public (``scrapy shell``, user code).
             crawler.domainstate = manager  # type: ignore[attr-defined]

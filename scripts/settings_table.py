@@ -1,7 +1,8 @@
 """Render the README's settings table from ``scrapy_domainstate.config.SETTINGS``, the one list of settings.
 
-``python scripts/settings_table.py --write`` rewrites the table in README.rst;
-``tests/test_readme.py`` fails when the README and the code disagree.
+``python scripts/settings_table.py --write`` rewrites the table in README.rst, ``--check``
+exits 1 when it is out of date, no option prints it; ``tests/test_readme.py`` fails when the
+README and the code disagree.
 """
 
 from __future__ import annotations
@@ -59,13 +60,19 @@ def readme_block(text: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="rewrite README.rst")
+    parser.add_argument("--check", action="store_true", help="exit 1 when README.rst's table is out of date")
     args = parser.parse_args()
     table = render()
+    path = ROOT / "README.rst"
+    text = path.read_text(encoding="utf-8")
+    if args.check:
+        if readme_block(text) == table:
+            return 0
+        sys.stderr.write("README.rst's settings table is out of date: run python scripts/settings_table.py --write\n")
+        return 1
     if not args.write:
         sys.stdout.write(table)
         return 0
-    path = ROOT / "README.rst"
-    text = path.read_text(encoding="utf-8")
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
     path.write_text(f"{head}{START}\n\n{table}\n{END}{tail}", encoding="utf-8")

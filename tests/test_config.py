@@ -12,10 +12,10 @@ import json
 import pytest
 from scrapy.settings import BaseSettings, Settings
 
+from scrapy_domainstate._time import DAY
 from scrapy_domainstate.config import DEFAULT_TTL, SETTINGS, Config, ConfigError
 from scrapy_domainstate.record import State
 
-DAY = 86400.0
 PREFIX = "DOMAINSTATE_"
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -26,11 +26,25 @@ def _ours(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == level and r.name.startswith("scrapy_domainstate")]
 
 
+#: The components listed by hand, as the README's manual equivalent of the add-on line.
+BY_HAND = {
+    "DOWNLOADER_MIDDLEWARES": {"scrapy_domainstate.DomainStateMiddleware": 540},
+    "SPIDER_MIDDLEWARES": {"scrapy_domainstate.DomainStateSpiderMiddleware": 950},
+    "EXTENSIONS": {"scrapy_domainstate.DomainStateExtension": 500},
+}
+ENABLINGS = {
+    "add-on": {"ADDONS": ADDON},
+    "by hand": BY_HAND,
+    "both": {"ADDONS": ADDON, **BY_HAND},
+}
+
+
+@pytest.mark.parametrize("enabled_by", ["add-on", "by hand", "both"])
 @pytest_twisted.ensureDeferred
 async def test_misspelt_setting_logs_one_warning_naming_the_valid_one(
-    sites: Any, crawl_settings: dict[str, Any], run_crawl: Any, caplog: pytest.LogCaptureFixture
+    enabled_by: str, sites: Any, crawl_settings: dict[str, Any], run_crawl: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = {**_with_addon(crawl_settings), "DOMAINSTATE_COLD_TRESHOLD": 10, "DOMAINSTATE_FOO": 1}
+    settings = {**crawl_settings, **ENABLINGS[enabled_by], "DOMAINSTATE_COLD_TRESHOLD": 10, "DOMAINSTATE_FOO": 1}
     with caplog.at_level(logging.INFO):
         result = await run_crawl(settings, [sites.url("friendly.test")])
     warnings = _ours(caplog, logging.WARNING)
@@ -56,14 +70,20 @@ class _Off:
     domainstate_enabled = False
 
 
+@pytest.mark.parametrize("enabled_by", list(ENABLINGS))
 @pytest.mark.parametrize("how", ["setting", "custom_settings", "spider attribute"])
 @pytest_twisted.ensureDeferred
 async def test_disabled_plugin_logs_one_info_line_and_no_warning(
-    how: str, sites: Any, crawl_settings: dict[str, Any], run_crawl: Any, caplog: pytest.LogCaptureFixture
+    how: str,
+    enabled_by: str,
+    sites: Any,
+    crawl_settings: dict[str, Any],
+    run_crawl: Any,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     from crawl import RecordingSpider
 
-    settings = _with_addon(crawl_settings)
+    settings = {**crawl_settings, **ENABLINGS[enabled_by]}
     spider_cls: type[RecordingSpider] = RecordingSpider
     if how == "setting":
         settings["DOMAINSTATE_ENABLED"] = False
@@ -113,3 +133,15 @@ async def test_ttl_duration_strings_in_a_crawl(sites: Any, crawl_settings: dict[
     assert record.state is State.UNKNOWN
     assert record.state_expires_at is not None
     assert before + 2 * 3600 - 5 <= record.state_expires_at <= time.time() + 2 * 3600 + 5
+
+
+@pytest_twisted.ensureDeferred
+async def test_components_by_hand_work_when_on(
+    sites: Any, crawl_settings: dict[str, Any], run_crawl: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The control for the disabled cases above: the same listing, the plugin on."""
+    with caplog.at_level(logging.INFO):
+        result = await run_crawl({**crawl_settings, **BY_HAND}, [sites.url("friendly.test")])
+    assert result.response_for(sites.url("friendly.test")).domainstate is not None
+    assert any("using" in m for m in _ours(caplog, logging.INFO))
+    assert not any("disabled" in m for m in _ours(caplog, logging.INFO))
