@@ -8,6 +8,7 @@ Without an engine the HEAD probe cannot be sent, so an unknown domain goes
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ from scrapy_domainstate.manager import DomainStateManager
 from scrapy_domainstate.middleware import DomainStateMiddleware
 from scrapy_domainstate.record import Method, Outcome, State
 from scrapy_domainstate.spidermw import DomainStateSpiderMiddleware
+from scrapy_domainstate.store.memory import MemoryStore
 
 MEMORY = "scrapy_domainstate.store.memory.MemoryStore"
 CONTACT = b"<html><body><p>Write to info@shop.test for anything at all.</p></body></html>"
@@ -369,3 +371,64 @@ def test_bad_callable_path_fails_at_start_up() -> None:
 
     with pytest.raises(ConfigError, match="cannot import"):
         build_from_crawler(DomainStateMiddleware, _crawler(DOMAINSTATE_OUTCOME="nowhere.to_be_found"))
+
+
+# ------------------------------------------------------------------ a failing store
+
+
+class FailingStore(MemoryStore):
+    """A memory store that fails every call while ``broken`` is set."""
+
+    broken = False
+
+    def _check(self) -> None:
+        if self.broken:
+            raise OSError("store unreachable")
+
+    def decide(self, domain: str, now: float) -> Any:
+        self._check()
+        return super().decide(domain, now)
+
+    def record(self, domain: str, entry: Any) -> Any:
+        self._check()
+        return super().record(domain, entry)
+
+    def url_dead_until(self, fingerprint: str) -> float | None:
+        self._check()
+        return super().url_dead_until(fingerprint)
+
+    def mark_url_dead(self, fingerprint: str, until: float) -> None:
+        self._check()
+        super().mark_url_dead(fingerprint, until)
+
+    def flush(self) -> int:
+        self._check()
+        return super().flush()
+
+
+def test_a_failing_store_degrades_to_fetch_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    crawler = _crawler(DOMAINSTATE_STORE=f"{__name__}.FailingStore")
+    mw = build_from_crawler(DomainStateMiddleware, crawler)
+    manager = mw.manager
+    manager.spider_opened()
+    store = manager.store
+    assert isinstance(store, FailingStore)
+    store.set_state("dead.test", State.DEAD, manager.clock())
+    store.broken = True
+    with caplog.at_level(logging.WARNING, logger="scrapy_domainstate"):
+        request = sent(mw, "https://dead.test/gone")  # the store cannot answer: fetch
+        assert request.meta["domainstate"]["method"] == "fetch"
+        response = html(request.url, b"gone", 404, request=request)
+        assert mw.process_response(request, response) is response  # the dead URL cannot be marked
+        ok = sent(mw, "https://dead.test/contact")
+        mw.process_response(ok, html(ok.url, CONTACT, request=ok))  # nor the outcome recorded
+        manager.flush()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "the store failed" in warnings[0].getMessage()
+    assert stat(mw, "store_error/read") >= 2
+    assert stat(mw, "store_error/write") == 2
+    assert stat(mw, "store_error/flush") == 1
+    assert stat(mw, "url_dead/marked") is None
+    store.broken = False
+    manager.close()
+    assert not manager.opened
