@@ -298,6 +298,7 @@ async def test_without_the_wait_the_render_returns_the_challenge(
 ) -> None:
     # what the issue saw: the page is taken at load, before the challenge's timer fires
     settings = browser_setup(crawl_settings, DOMAINSTATE_BROWSER_CHALLENGE_WAIT=0)
+    sites.set_kind(f"{CF_REDIRECT}-nowait.test", CF_REDIRECT, delay=2.0)  # a margin for busy machines
     url = sites.url(f"{CF_REDIRECT}-nowait.test")
     result = await run_crawl(settings, [url])
     [page] = result.responses_for(url)
@@ -327,7 +328,9 @@ async def test_robots_txt_only_for_domains_the_plugin_visits(
     assert record_of(settings, "refused-robots.test").state is State.DEAD
     assert record_of(settings, "cold-robots.test").state is State.COLD
     # robots.txt answers (404 here) are not evidence: the friendly site has its two pages only
-    assert [m for m, _ in entries(settings, "friendly-robots.test")] == [Method.HEAD, Method.FETCH, Method.FETCH]
+    assert entries(settings, "friendly-robots.test") == [(Method.FETCH, Outcome.OK_CONTACT)] * 2
+    assert record_of(settings, "friendly-robots.test").fetch_total == 2
+    assert "domainstate/url_dead/marked" not in first.stats  # the 404 of /robots.txt marked nothing
     assert first.stats["robotstxt/response_count"] == 3  # dead-root, cold, friendly; refused: no answer
 
     sites.reset_log()
