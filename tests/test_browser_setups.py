@@ -252,7 +252,7 @@ async def test_challenges_that_pass_after_load(sites: Any, crawl_settings: Any, 
     hosts = ("cf-delayed.test", "cf-delayed-slow.test", "cf-redirect.test")
     urls = [sites.url(host) for host in hosts]
     result = await run_crawl(settings, urls)
-    for host, url in zip(hosts, urls):
+    for host, url in zip(hosts, urls, strict=True):
         page = result.response_for(url)
         assert page.browser, host
         assert page.emails == [f"info@{host}"], host
@@ -366,3 +366,84 @@ async def test_the_readme_browser_block_sends_chromiums_own_headers(
         assert "Scrapy" not in request.user_agent
         assert "Chrome/" in request.user_agent
     assert rendered_by_playwright(result.response_for(sites.url("js-shell.test")).response)
+
+
+# ------------------------------------------------------------------ 5. scrapy shell
+
+#: ``scrapy shell -c``: what the plugin recorded for the fetched page, as JSON on one line
+SHELL_CODE = """__import__("json").dumps({
+    "status": response.status,
+    "flags": response.flags,
+    "method": response.meta["domainstate"]["method"],
+    "emails": sorted(set(__import__("re").findall(r"info@[\\w.-]+\\.test", response.text))),
+    "recent": [[e.method.value, e.outcome.value] for e in
+               __import__("scrapy_domainstate.shell", fromlist=["x"]).domainstate(response.url)["record"].recent],
+    "tab_total": __import__("scrapy_domainstate.shell", fromlist=["x"]).domainstate(response.url)["record"].tab_total,
+}, default=str)"""
+
+
+def scrapy_shell(url: str, store: Path, *settings: str, timeout: float = 180) -> Any:
+    """``scrapy shell -c SHELL_CODE URL`` in example_project/, its store in ``store``."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "scrapy", "shell"]
+    for setting in (
+        f"DOMAINSTATE_LMDB_PATH={store}",
+        "TWISTED_DNS_RESOLVER=scrapy_domainstate.testing.resolver.TableResolver",
+        "HTTPPROXY_ENABLED=False",
+        "TELNETCONSOLE_ENABLED=False",
+        "LOG_LEVEL=INFO",
+        *settings,
+    ):
+        cmd += ["-s", setting]
+    cmd += ["-c", SHELL_CODE, url]
+    proc = subprocess.run(
+        cmd, cwd=ROOT / "example_project", env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.strip().splitlines() if line.startswith("{")]
+    assert lines, f"no JSON from the shell:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    import json
+
+    return json.loads(lines[-1]), proc.stderr
+
+
+@pytest_twisted.ensureDeferred
+async def test_shell_without_a_browser_records_no_render(sites: Any, tmp_path: Path) -> None:
+    from twisted.internet.threads import deferToThread
+
+    # the old README recipe: Scrapy's own handlers in the shell
+    url = sites.url("cf-soft-shell.test")
+    out, log = await deferToThread(scrapy_shell, url, tmp_path / "ds", "DOWNLOAD_HANDLERS={}")
+    assert out["status"] == 403 and "playwright" not in out["flags"]
+    assert out["method"] == "fetch"
+    assert out["recent"] == [["head", "antibot"], ["fetch", "antibot"]]
+    assert out["tab_total"] == 0
+    assert not any(r.browser for r in sites.requests("cf-soft-shell.test"))
+    assert sites.methods("cf-soft-shell.test") == ["HEAD", "GET"]  # not re-issued
+    assert "no browser" in log and "DOWNLOAD_HANDLERS" in log
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+@pytest_twisted.ensureDeferred
+async def test_shell_with_the_browser_renders(sites: Any, tmp_path: Path) -> None:
+    import json
+
+    from twisted.internet.threads import deferToThread
+
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} not found")
+    # the example project's own settings (scrapy-playwright), with Chromium on loopback
+    launch = json.dumps(chromium_launch_options())
+    url = sites.url("cf-soft-shell2.test")
+    out, log = await deferToThread(scrapy_shell, url, tmp_path / "ds", f"PLAYWRIGHT_LAUNCH_OPTIONS={launch}")
+    assert "playwright" in out["flags"], log[-3000:]
+    assert out["method"] == "tab"
+    assert out["emails"] == ["info@cf-soft-shell2.test"]
+    assert out["recent"] == [["head", "antibot"], ["fetch", "antibot"], ["tab", "ok-contact"]]
+    assert out["tab_total"] == 1
+    assert any(r.browser for r in sites.requests("cf-soft-shell2.test"))
