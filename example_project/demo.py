@@ -246,8 +246,8 @@ def crawl_settings(workdir: Path, dns: dict[str, str], browser: bool, concurrenc
     if browser:
         demo["PLAYWRIGHT_LAUNCH_OPTIONS"] = chromium_launch_options(dns)
     else:
-        # No Chromium: Scrapy's own HTTP handlers. The plugin still decides the same; a
-        # request it sends "to the browser" is downloaded as a plain fetch.
+        # No Chromium: Scrapy's own HTTP handlers, so the plugin runs in its no-browser mode
+        # (one start-up warning): nothing is re-issued, antibot-hard sites are skipped.
         demo["DOWNLOAD_HANDLERS"] = {}
     settings.setdict(demo, priority="cmdline")
     return settings
@@ -349,7 +349,7 @@ def print_report(sites: list[Site], first: CrawlReport, second: CrawlReport, bro
         ("  HEAD probes", first.head, second.head, True),
         ("  plain GETs (retries included)", first.plain_get, second.plain_get, True),
         (
-            "  browser renders" if browser else "  browser route (plain: --no-browser)",
+            "  browser renders" if browser else "  browser renders (none: --no-browser)",
             first.renders,
             second.renders,
             True,
@@ -407,22 +407,33 @@ def explain(sites: list[Site], first: CrawlReport, second: CrawlReport, browser:
     kinds1, kinds2 = per_kind(sites, first), per_kind(sites, second)
     kind_of = {site.host: site.kind for site in sites}
     present = {site.kind for site in sites}
+    if browser:
+        fallback = (
+            "and what a plain fetch could not read (walls, script-only pages, errors a browser may fix) "
+            f"was re-issued once in the browser ({first.stat('domainstate/browser_reissue')} re-issues)."
+        )
+    else:
+        fallback = (
+            "with no browser (no-browser mode): walls and script-only pages were recorded as a plain fetch saw them."
+        )
+    hard = (
+        "antibot-hard sites sent straight to the browser without the plain GET that would hit the wall first."
+        if browser
+        else "antibot-hard sites skipped (without a browser a plain fetch cannot pass them)."
+    )
     lines = [
         f"Crawl 1 knew nothing: each of the {len(sites)} sites got one HEAD probe ({first.head} in all), "
-        f"then its pages were fetched, and what a plain fetch could not read (walls, script-only "
-        f"pages, errors a browser may fix) was re-issued once in the browser "
-        f"({first.stat('domainstate/browser_reissue')} re-issues).",
+        f"then its pages were fetched, {fallback}",
         f"It learned: {c1['dead']} dead (no DNS, refused, 404/410 on the home page, an expired "
         f"certificate: two dead signals in a row), {c1['cold']} cold (5 pages in a row without a "
         f"contact), {c1['friendly']} friendly (>= 70 % of >= 5 fetches found contacts), "
         f"{c1['antibot-soft']} antibot-soft, {c1['antibot-hard']} antibot-hard, {c1['unknown']} still unknown.",
         f"Crawl 2 remembered: {second.head} HEAD probes (one per site and period was enough), "
         f"{second.skipped} requests skipped before any traffic (dead and cold sites, and pages that "
-        f"answered 404 before), friendly sites fetched plainly without a probe, antibot-hard sites "
-        f"sent straight to the browser without the plain GET that would hit the wall first.",
+        f"answered 404 before), friendly sites fetched plainly without a probe, {hard}",
     ]
     soft = sorted({kind_of[d] for d, st in second.states.items() if st == "antibot-soft" and d in kind_of})
-    if soft:
+    if soft and browser:
         lines.append(
             f"What did not get cheaper: antibot-soft sites ({', '.join(soft)}) are still fetched plainly "
             f"first and re-issued in the browser when they meet a wall (two requests per page), until 3 "
@@ -506,7 +517,7 @@ def checks(sites: list[Site], first: CrawlReport, second: CrawlReport) -> list[d
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sites", type=int, default=300, help="how many simulated sites (default 300)")
-    parser.add_argument("--no-browser", action="store_true", help="no Chromium (the browser route is a plain fetch)")
+    parser.add_argument("--no-browser", action="store_true", help="no Chromium (the plugin's no-browser mode)")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (store, logs, items)")
     parser.add_argument("--json", metavar="FILE", help="write a JSON summary to FILE")
     parser.add_argument("--concurrency", type=int, default=16, help="CONCURRENT_REQUESTS (default 16)")
