@@ -9,11 +9,12 @@ means is written once.
 API (keyword-friendly, plain values):
 
 ``Facts(method=Method.FETCH, status=None, is_root=False, cached=False, robots=False,
-reissued=False, fallback=False, browser_route=True)``
+reissued=False, fallback=False, browser_route=True, unrendered=False)``
     What is known about one download besides its verdict. ``method`` is ``FETCH`` or
     ``TAB`` (a response the browser handler produced); ``reissued``: the request already is
     the browser re-issue; ``fallback``: it was decided ``fetch-then-browser``;
-    ``browser_route``: a browser handler is configured.
+    ``browser_route``: a browser handler answers this request (false in no-browser mode);
+    ``unrendered``: it was sent to the browser but the answer is not a render.
 
 ``Evidence(record=None, reason=None, reissue=False, url_dead=False, passed=False,
 usefulness=False)``
@@ -25,7 +26,9 @@ usefulness=False)``
     :func:`with_usefulness`.
 
 ``judge_response(facts, verdict, passed=False) -> Evidence``
-    A downloaded response (plain fetch or browser render).
+    A downloaded response (plain fetch or browser render). From the HTTP cache it is not
+    evidence, but a cached wall of a ``fetch-then-browser`` request (``verdict`` given) is
+    still re-issued in the browser: renders never come from the cache.
 ``with_usefulness(evidence, useful) -> Evidence``
     Completes a ``usefulness`` answer with the outcome source's ``ok-contact`` /
     ``ok-empty`` (``None``: not evidence).
@@ -75,15 +78,16 @@ CHALLENGE_STATUSES = frozenset({202, 403, 405, 429, 503})
 #: A rate limit: the browser meets the same limit, so it is never re-issued there.
 RATE_LIMITED = 429
 #: Why an answer is not evidence (``Evidence.reason``).
-CACHE, ROBOTS, REDIRECT, JS_SHELL, URL_DEAD, NOT_USEFUL = (
+CACHE, ROBOTS, REDIRECT, JS_SHELL, URL_DEAD, NOT_USEFUL, NOT_RENDERED = (
     "cache",
     "robots",
     "redirect",
     "js-shell",
     "url-dead",
     "not-useful",
+    "not-rendered",
 )
-NOT_EVIDENCE = frozenset({CACHE, ROBOTS, REDIRECT, JS_SHELL, URL_DEAD, NOT_USEFUL})
+NOT_EVIDENCE = frozenset({CACHE, ROBOTS, REDIRECT, JS_SHELL, URL_DEAD, NOT_USEFUL, NOT_RENDERED})
 #: Error class of a probe answered from Scrapy's HTTP cache.
 CACHED_PROBE = "cached"
 #: Names of the built-in header markers per vendor: a hard block they carry is seen by a HEAD.
@@ -104,6 +108,7 @@ class Facts:
     reissued: bool = False
     fallback: bool = False
     browser_route: bool = True
+    unrendered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +132,7 @@ _CACHED = Evidence(reason=CACHE)
 _ROBOTS = Evidence(reason=ROBOTS)
 _REDIRECT = Evidence(reason=REDIRECT)
 _NOT_USEFUL = Evidence(reason=NOT_USEFUL)
+_NOT_RENDERED = Evidence(reason=NOT_RENDERED)
 
 
 # ------------------------------------------------------------------ rules
@@ -169,15 +175,22 @@ def judge_response(facts: Facts, verdict: Verdict | None = None, passed: bool = 
     Not evidence: a response from Scrapy's HTTP cache or a robots.txt download (``verdict``
     may then be ``None``: classify only when these say no), a script-only shell that the
     browser will render next (only the render is evidence: a shell is not ``ok-empty``), a
-    redirect delivered as is (3xx: the page was not fetched), and a 404/410 off the root
-    (``url_dead`` when it came from a plain fetch). A fetched page asks the outcome source
-    (``usefulness``). Anything else is recorded as is, re-issued in the browser when
-    :func:`browser_reissue` says so, and ``passed`` when the browser got past a wall.
+    redirect delivered as is (3xx: the page was not fetched), a 404/410 off the root
+    (``url_dead`` when it came from a plain fetch), and an answer to a request sent to the
+    browser that the browser did not render (``unrendered``: neither a render nor the plain
+    fetch it was not meant to be). A fetched page asks the outcome source (``usefulness``).
+    Anything else is recorded as is, re-issued in the browser when :func:`browser_reissue`
+    says so, and ``passed`` when the browser got past a wall. A cached answer is re-issued
+    too when ``verdict`` is given and :func:`browser_reissue` says so.
     """
     if facts.cached:
+        if verdict is not None and not verdict.success and browser_reissue(facts, verdict):
+            return Evidence(reason=CACHE, reissue=True)
         return _CACHED
     if facts.robots:
         return _ROBOTS
+    if facts.unrendered:
+        return _NOT_RENDERED
     if verdict is None:
         raise ValueError("judge_response: a verdict is needed for a response that is evidence")
     if is_js_shell(verdict) and browser_reissue(facts, verdict):

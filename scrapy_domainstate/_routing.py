@@ -7,11 +7,12 @@ meta, wait for a probe, mark the request).
 API:
 
 ``RequestFacts(scheme="http", robots=False, domain="", reissued=False, force=False,
-browser=False)``
+browser=False, browser_route=True)``
     (The plugin's own HEAD probes never get here.) ``robots``: the robots.txt download of
     ``RobotsTxtMiddleware``; ``domain``: the domain key (``""``: none); ``reissued``: the
     request is a browser re-issue; ``force``: ``meta["domainstate_force"]``; ``browser``: the
-    request already carries the browser meta.
+    request already carries the browser meta; ``browser_route``: a browser download handler
+    would answer it (false in no-browser mode).
 
 ``admit(facts) -> Route | None``
     Before the store is read: a request the plugin leaves alone (``PASS``), a re-issue
@@ -20,7 +21,12 @@ browser=False)``
     The URL answered 404/410 earlier: ``SKIP`` unless forced.
 ``route(facts, decision, can_wait=False, ask_remote=False) -> Route``
     The decision's action: ``SKIP``, ``WAIT`` (for a probe or the shared-state service, then
-    decide again with ``can_wait=False``), ``FETCH`` or ``TAB``.
+    decide again with ``can_wait=False``), ``FETCH`` or ``TAB``. Without a browser route, a
+    ``BROWSER`` decision is a ``SKIP`` (reason ``no-browser``): a plain fetch cannot pass it.
+``robots_txt(facts, decision) -> Route``
+    ``RobotsTxtMiddleware``'s download for a domain decided ``decision``: ``SKIP`` when that
+    domain's own requests would be skipped (none is sent to a domain the plugin skips), else
+    ``PASS`` (never decided, never evidence).
 
 ``Route(action, reason=None, decision=None, counted=None, forced=False, to_browser=False,
 probe=False)``
@@ -37,7 +43,7 @@ from enum import Enum
 
 from .policy import Decision
 
-__all__ = ["Action", "RequestFacts", "Route", "admit", "dead_url", "route"]
+__all__ = ["Action", "RequestFacts", "Route", "admit", "dead_url", "robots_txt", "route"]
 
 _HTTP_SCHEMES = frozenset({"http", "https"})
 
@@ -51,13 +57,14 @@ class Action(str, Enum):
 
 
 #: ``Route.reason`` values.
-ROBOTS, NOT_HTTP, NO_DOMAIN, REISSUE, URL_DEAD, DOMAIN = (
+ROBOTS, NOT_HTTP, NO_DOMAIN, REISSUE, URL_DEAD, DOMAIN, NO_BROWSER = (
     "robots",
     "not-http",
     "no-domain",
     "reissue",
     "url-dead",
     "domain",
+    "no-browser",
 )
 
 
@@ -69,6 +76,7 @@ class RequestFacts:
     reissued: bool = False
     force: bool = False
     browser: bool = False
+    browser_route: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +140,17 @@ def route(facts: RequestFacts, decision: Decision, can_wait: bool = False, ask_r
         if not facts.force:
             return Route(Action.SKIP, DOMAIN, decision, counted)
         decision, forced = Decision.FETCH, True
+    elif decision is Decision.BROWSER and not facts.browser_route:
+        if not facts.force:
+            return Route(Action.SKIP, NO_BROWSER, decision, counted)
+        decision, forced = Decision.FETCH, True
     to_browser = decision is Decision.BROWSER and not facts.browser
     action = Action.TAB if facts.browser or to_browser else Action.FETCH
     return Route(action, None, decision, counted, forced, to_browser)
+
+
+def robots_txt(facts: RequestFacts, decision: Decision) -> Route:
+    """The robots.txt download for a domain: skipped with the domain's own requests."""
+    if not facts.force and (decision is Decision.SKIP or (decision is Decision.BROWSER and not facts.browser_route)):
+        return Route(Action.SKIP, ROBOTS, decision)
+    return Route(Action.PASS, ROBOTS)

@@ -193,10 +193,13 @@ def _markers(name: str, value: Any) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def _meta(name: str, value: Any) -> dict[str, Any]:
+def _browser_meta(name: str, value: Any) -> dict[str, Any] | None:
+    """The browser meta, or ``None`` (also ``"None"``/``"null"``/``""`` from ``-s``): no browser."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
+        return None
     meta = _dict(name, value)
     if not meta:
-        raise ConfigError(f"{name} must not be empty: it is what routes a request to the browser")
+        raise ConfigError(f"{name} must not be empty: it is what routes a request to the browser (None: no browser)")
     return meta
 
 
@@ -424,9 +427,25 @@ SETTINGS: tuple[Setting, ...] = (
         "DOMAINSTATE_BROWSER_META",
         {"playwright": True},
         "dict",
-        "Meta merged into a request to send it to the browser.",
-        parse=_meta,
-        example='{"playwright": True, "playwright_include_page": False}',
+        "Meta merged into a request to send it to the browser; None: no browser (antibot-hard domains are skipped).",
+        parse=_browser_meta,
+        example="None",
+        nullable=True,
+    ),
+    _s(
+        "DOMAINSTATE_BROWSER_RENDERED",
+        "scrapy_domainstate._browser.rendered_by_playwright",
+        "str",
+        "Dotted path to a callable (response) -> bool: did the browser handler produce this response?",
+        parse=_dotted("a dotted path to a callable (response) -> bool"),
+        example='"myproject.browser.rendered_by_zyte_api"',
+    ),
+    _s(
+        "DOMAINSTATE_BROWSER_CHALLENGE_WAIT",
+        15.0,
+        "duration",
+        "How long a scrapy-playwright render waits for a challenge page to pass (0: no wait).",
+        example="30.0",
     ),
     _s("DOMAINSTATE_PER_HOSTNAME", False, "bool", "Track every hostname on its own instead of by eTLD+1."),
     _s(
@@ -551,7 +570,9 @@ class Config:
     url_dead_ttl: float = FROM_TABLE
     max_domains: int = FROM_TABLE
     head_probe: bool = FROM_TABLE
-    browser_meta: Mapping[str, Any] = FROM_TABLE
+    browser_meta: Mapping[str, Any] | None = FROM_TABLE
+    browser_rendered: str = FROM_TABLE
+    browser_challenge_wait: float = FROM_TABLE
     per_hostname: bool = FROM_TABLE
     outcome: str = FROM_TABLE
     challenge_markers: Mapping[str, tuple[str, ...]] = FROM_TABLE

@@ -6,6 +6,8 @@ wires the lifecycle once (open at ``spider_opened``, flush on a timer, flush and
 ``spider_closed``, whichever component built it), and glues the pure parts to Scrapy:
 
 - :mod:`._routing`: a request's facts and its domain's decision -> where it goes;
+- :mod:`._browser`: whether a browser handler answers the browser meta, what it rendered,
+  and the meta of a render (the challenge wait, no HTTP cache);
 - :mod:`._evidence`: what a response, a failure or a HEAD probe means for the record;
 - :mod:`._probes`: one HEAD probe per new domain, the other requests waiting for it;
 - :mod:`._adoption`: the first sight of a domain with a shared-state service;
@@ -32,6 +34,7 @@ from . import _evidence as evidence
 from . import _registry
 from . import _routing as routing
 from ._adoption import adopt
+from ._browser import BrowserRoute, wake_shell_engine
 from ._deadurls import DeadUrls
 from ._outcomes import META_OUTCOME, OutcomeSource
 from ._probes import META_PROBE, ProbeGate, probe_request, send_probe
@@ -90,7 +93,7 @@ class DomainStateManager:
         self._seen: set[str] = set()
         #: domains this crawler asked the remote service about (first sight without a probe)
         self._asked: set[str] = set()
-        self._browser_items = tuple(config.browser_meta.items())
+        self.browser = BrowserRoute.from_crawler(crawler, config, self.classifier)
         self.dead_urls = DeadUrls(self.store, config.url_dead_ttl, self.telemetry.store_failed)
 
     # ------------------------------------------------------------ lifecycle
@@ -124,6 +127,7 @@ class DomainStateManager:
 
     def spider_opened(self, spider: Any = None) -> None:
         self.open()
+        wake_shell_engine(self.crawler)  # scrapy shell: its first fetch() can open the spider too early
         interval = self.config.flush_interval
         if interval > 0 and self._timer is None:
             self._timer = task.LoopingCall(self.flush)
@@ -218,8 +222,8 @@ class DomainStateManager:
         return domain_key(host_of(url), self.config.per_hostname)
 
     def is_browser(self, request: Request) -> bool:
-        meta = request.meta
-        return all(meta.get(k) == v for k, v in self._browser_items)
+        """The request carries the browser meta and a browser handler answers it."""
+        return self.browser.has_meta(request) and self.browser.reaches(request)
 
     def _decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         try:
@@ -242,6 +246,7 @@ class DomainStateManager:
             reissued=meta.get(META_REISSUE) == request.url,
             force=bool(meta.get(META_FORCE)),
             browser=self.is_browser(request),
+            browser_route=self.browser.reaches(request),
         )
 
     def before_request(self, request: Request) -> Any:
@@ -258,6 +263,8 @@ class DomainStateManager:
         facts = self._request_facts(request, domain, urlparse_cached(request).scheme, robots)
         admitted = routing.admit(facts)
         if admitted is not None and admitted.action is routing.Action.PASS:
+            if robots and domain:
+                self._robots_txt(request, domain, facts)
             return None  # robots.txt, file:, data:...: neither decided nor evidence
         self._seen.add(domain)
         now = self.clock()
@@ -281,6 +288,13 @@ class DomainStateManager:
         self._go(request, domain, route, state, expires)
         return None
 
+    def _robots_txt(self, request: Request, domain: str, facts: routing.RequestFacts) -> None:
+        """RobotsTxtMiddleware's download: none for a domain the plugin skips."""
+        decision, state, _ = self._decide(domain, self.clock())
+        if routing.robots_txt(facts, decision).action is routing.Action.SKIP:
+            self.telemetry.inc("robotstxt/skipped")
+            raise IgnoreRequest(f"domainstate: no robots.txt request to {domain}: it is {state}")
+
     def _engine_running(self) -> bool:
         """A probe can be downloaded (not so in component tests: no engine, no spider)."""
         try:
@@ -299,11 +313,16 @@ class DomainStateManager:
                 self.telemetry.inc("url_dead/skipped")
                 raise IgnoreRequest(f"domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
             self.telemetry.debug("Skipping %s: %s is %s", request.url, domain, state)
+            if route.reason == routing.NO_BROWSER:
+                raise IgnoreRequest(
+                    f"domainstate: skipping {request.url}: domain {domain} is {state} "
+                    "(browser only, and no browser is configured)"
+                )
             raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
         if route.forced:
             self.telemetry.inc("forced")
         if route.to_browser:
-            request.meta.update(self.config.browser_meta)
+            request.meta.update(self.browser.meta_for(request.meta))
         if route.decision is not None:
             request.meta[META_DECISION] = route.decision.value
         self._mark(request, domain, state, expires, route.method)
@@ -364,14 +383,22 @@ class DomainStateManager:
         return stat, transition
 
     def _evidence_facts(self, request: Request, response: Response | None = None) -> evidence.Facts:
+        """The facts of one download. A render is what the browser handler produced (the
+        ``DOMAINSTATE_BROWSER_RENDERED`` check); a failure of a request sent to the browser
+        is the browser's."""
         meta = request.meta
+        sent_to_browser = self.is_browser(request)
+        cached = response is not None and "cached" in response.flags
+        rendered = sent_to_browser if response is None or cached else self.browser.rendered(response)
         return evidence.Facts(
-            method=Method.TAB if self.is_browser(request) else Method.FETCH,
+            method=Method.TAB if rendered else Method.FETCH,
             status=None if response is None else response.status,
             is_root=response is not None and is_site_root(response.url),
-            cached=response is not None and "cached" in response.flags,
+            cached=cached,
             reissued=meta.get(META_REISSUE) == request.url,
             fallback=meta.get(META_DECISION) == _FTB,
+            browser_route=self.browser.reaches(request),
+            unrendered=sent_to_browser and not rendered,
         )
 
     def after_response(self, request: Request, response: Response) -> Request | Response:
@@ -383,11 +410,23 @@ class DomainStateManager:
         domain = out["domain"]
         facts = self._evidence_facts(request, response)
         if facts.cached:
-            # Not sent after all: served from Scrapy's HTTP cache, not evidence.
+            # Not sent after all: served from Scrapy's HTTP cache, not evidence. A cached wall
+            # still goes to the browser (renders never come from the cache).
             meta[META_OUT] = dict(out, method="cache")
             self.telemetry.count(domain, "cache")
-            return response
+            cached_verdict = None
+            if facts.fallback and facts.browser_route and facts.method is Method.FETCH and not facts.reissued:
+                cached_verdict = self.classifier.response(
+                    response.status, response.headers, response.body, response.url, facts.is_root
+                )
+            judged = evidence.judge_response(facts, cached_verdict)
+            return self._reissue(request, "cached wall") if judged.reissue else response
         self.telemetry.count(domain, out["method"])
+        if facts.unrendered:
+            # Sent to the browser, answered by something else: evidence of neither kind.
+            self.telemetry.inc("browser/not_rendered")
+            self.telemetry.inc("not_evidence")
+            return response
         verdict, passed = evidence.response_verdict(
             self.classifier, facts.method, response.status, response.headers, response.body, response.url, facts.is_root
         )
@@ -422,6 +461,9 @@ class DomainStateManager:
     def after_exception(self, request: Request, exception: BaseException) -> Request | None:
         """The middleware's ``process_exception``."""
         meta = request.meta
+        if meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt"):
+            self._robots_failed(exception)
+            return None
         out = meta.get(META_OUT)
         if meta.get(META_PROBE) or not out or out.get("method") in _UNDECIDED:
             return None
@@ -434,10 +476,20 @@ class DomainStateManager:
         self.record(out["domain"], facts.method, verdict, request)
         return self._reissue(request, verdict.outcome) if judged.reissue else None
 
+    def _robots_failed(self, exception: BaseException) -> None:
+        """RobotsTxtMiddleware logs an ERROR with a traceback for every robots.txt it cannot
+        reach; the site's own requests say what is wrong with it (and are recorded). A
+        robots.txt that failed to download (DNS, refused, timeout, TLS) is ignored instead."""
+        if isinstance(exception, IgnoreRequest):
+            return
+        if self.classifier.failure(exception).outcome in (Outcome.DEAD, Outcome.NETWORK_ERROR):
+            self.telemetry.inc("robotstxt/unreachable")
+            raise IgnoreRequest(f"domainstate: robots.txt unreachable ({type(exception).__name__}): {exception}")
+
     def _reissue(self, request: Request, why: object) -> Request:
         self.telemetry.inc("browser_reissue")
         meta = dict(request.meta)
-        meta.update(self.config.browser_meta)
+        meta.update(self.browser.meta_for(request.meta))
         # The URL, not True: a request built later from a copy of this meta is not a re-issue.
         meta[META_REISSUE] = request.url
         meta.pop(META_DECISION, None)

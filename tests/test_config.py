@@ -150,6 +150,11 @@ VALID = {
             {"playwright": True, "playwright_include_page": False},
         ),
     ],
+    "DOMAINSTATE_BROWSER_RENDERED": [
+        ("myproject.browser.rendered", "myproject.browser.rendered"),
+        (useful_outcome, f"{__name__}.useful_outcome"),
+    ],
+    "DOMAINSTATE_BROWSER_CHALLENGE_WAIT": [("2.5", 2.5), (0, 0.0), (30, 30.0)],
     "DOMAINSTATE_PER_HOSTNAME": [("true", True), (True, True), ("1", True), ("yes", True)],
     "DOMAINSTATE_OUTCOME": [
         ("items", "items"),
@@ -207,8 +212,18 @@ def test_every_setting_accepts_a_valid_override_through_scrapy_settings(name, va
 
 
 def test_none_means_default():
-    config = Config.from_settings({name: None for name in BY_NAME})
+    # DOMAINSTATE_BROWSER_META = None is a value of its own: no browser (below)
+    config = Config.from_settings({name: None for name in BY_NAME if name != "DOMAINSTATE_BROWSER_META"})
     assert config == Config.from_settings({})
+
+
+@pytest.mark.parametrize("value", [None, "None", "null", ""])
+def test_browser_meta_none_turns_the_browser_off(value):
+    assert Config.from_settings({"DOMAINSTATE_BROWSER_META": value}).browser_meta is None
+    settings = Settings()
+    settings.set("DOMAINSTATE_BROWSER_META", value, priority="cmdline")
+    assert Config.from_settings(settings).browser_meta is None
+    assert Config.from_settings(Settings()).browser_meta == {"playwright": True}
 
 
 def test_redis_url_falls_back_to_redis_url():
@@ -271,6 +286,8 @@ BAD = {
     "DOMAINSTATE_MAX_DOMAINS": [0, -1, "lots"],
     "DOMAINSTATE_HEAD_PROBE": ["sometimes", 3],
     "DOMAINSTATE_BROWSER_META": [{}, "{}", [], "[1]", "playwright", 5, ("playwright", True)],
+    "DOMAINSTATE_BROWSER_RENDERED": ["", "rendered", 5, ["a.b"]],
+    "DOMAINSTATE_BROWSER_CHALLENGE_WAIT": [-1, "a while", True],
     "DOMAINSTATE_PER_HOSTNAME": ["perhaps"],
     "DOMAINSTATE_OUTCOME": ["", "contact", "everything", 5, ["items"]],
     "DOMAINSTATE_CHALLENGE_MARKERS": [{"acme": 5}, {"acme": [""]}, {"acme": [1]}, "[]", 5, "not json"],
@@ -299,6 +316,7 @@ def test_bad_value_raises_config_error_naming_the_setting(name, value):
 #: Written as text, these become valid strings (a path named "5", a token "5").
 _FINE_AS_TEXT = {
     ("DOMAINSTATE_STORE", '["a.b"]'),
+    ("DOMAINSTATE_BROWSER_RENDERED", '["a.b"]'),
     ("DOMAINSTATE_LMDB_PATH", "5"),
     ("DOMAINSTATE_LMDB_PATH", '["state"]'),
     ("DOMAINSTATE_REDIS_URL", "5"),
@@ -466,7 +484,12 @@ def test_field_annotations_agree_with_the_rows_types():
         "float": {"float"},
         "duration": {"float", "float | None"},
         "str": {"str", "str | None"},
-        "dict": {"Mapping[State, float | None]", "Mapping[str, Any]", "Mapping[str, tuple[str, ...]]"},
+        "dict": {
+            "Mapping[State, float | None]",
+            "Mapping[str, Any]",
+            "Mapping[str, Any] | None",  # DOMAINSTATE_BROWSER_META (None: no browser)
+            "Mapping[str, tuple[str, ...]]",
+        },
     }
     for f in dataclasses.fields(Config):
         s = BY_NAME[PREFIX + f.name.upper()]

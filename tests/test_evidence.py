@@ -10,6 +10,7 @@ from scrapy_domainstate._evidence import (
     CACHE,
     JS_SHELL,
     NOT_EVIDENCE,
+    NOT_RENDERED,
     NOT_USEFUL,
     REDIRECT,
     ROBOTS,
@@ -62,7 +63,14 @@ def ask(verdict: Verdict, passed: bool = False) -> Evidence:
 RESPONSES: list[tuple[str, Facts, Verdict | None, bool, Evidence]] = [
     # -- not evidence
     ("cache", replace(FALLBACK, cached=True), None, False, Evidence(reason=CACHE)),
-    ("cache-even-if-challenge", replace(FALLBACK, cached=True), CHALLENGE, False, Evidence(reason=CACHE)),
+    # a cached wall is not evidence, but still goes to the browser (renders never come from the cache)
+    ("cache-even-if-challenge", replace(FALLBACK, cached=True), CHALLENGE, False, Evidence(reason=CACHE, reissue=True)),
+    ("cache-challenge-no-fallback", replace(PLAIN, cached=True), CHALLENGE, False, Evidence(reason=CACHE)),
+    ("cache-challenge-no-browser", replace(NO_BROWSER, cached=True), CHALLENGE, False, Evidence(reason=CACHE)),
+    ("cache-rate-limit", replace(FALLBACK, cached=True), RATE_LIMIT, False, Evidence(reason=CACHE)),
+    ("cache-page", replace(FALLBACK, cached=True), OK, False, Evidence(reason=CACHE)),
+    # sent to the browser, answered by something else: evidence of neither kind
+    ("not-rendered", replace(FALLBACK, unrendered=True), CHALLENGE, False, Evidence(reason=NOT_RENDERED)),
     ("robots", replace(PLAIN, robots=True), None, False, Evidence(reason=ROBOTS)),
     ("redirect-301", FALLBACK, MOVED, False, Evidence(reason=REDIRECT)),
     ("not-modified-304", PLAIN, NOT_MODIFIED, False, Evidence(reason=REDIRECT)),

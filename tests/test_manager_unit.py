@@ -37,6 +37,9 @@ CONTACT = b"<html><body><p>Write to info@shop.test for anything at all.</p></bod
 EMPTY = b"<html><body><p>Nothing to see on this page, only plain words.</p></body></html>"
 CHALLENGE = b"<html><head><title>Just a moment...</title></head><body>checking your browser</body></html>"
 CF = {"server": "cloudflare", "cf-ray": "8a1-AMS"}
+#: the browser route needs a browser handler for http(s) (here only read from the settings)
+PLAYWRIGHT = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+BROWSER_HANDLERS = {"http": PLAYWRIGHT, "https": PLAYWRIGHT}
 
 
 class _Spider(Spider):
@@ -46,7 +49,13 @@ class _Spider(Spider):
 def _crawler(**settings: Any) -> Any:
     crawler = get_crawler(
         _Spider,
-        {"DOMAINSTATE_STORE": MEMORY, "DOMAINSTATE_FLUSH_SIZE": 1, "DOMAINSTATE_FLUSH_INTERVAL": 0, **settings},
+        {
+            "DOMAINSTATE_STORE": MEMORY,
+            "DOMAINSTATE_FLUSH_SIZE": 1,
+            "DOMAINSTATE_FLUSH_INTERVAL": 0,
+            "DOWNLOAD_HANDLERS": BROWSER_HANDLERS,
+            **settings,
+        },
     )
     crawler.spider = crawler._create_spider()
     return crawler
@@ -240,10 +249,45 @@ def test_challenge_is_recorded_and_reissued_once_in_the_browser(mw: DomainStateM
 
 def test_browser_that_passed_the_wall_delivers_a_200(mw: DomainStateMiddleware) -> None:
     request = sent(mw, "https://shop.test/", playwright=True)  # the user's own browser request
-    passed = mw.process_response(request, html(request.url, CONTACT, 403, headers=CF, request=request))
+    rendered = html(request.url, CONTACT, 403, headers=CF, request=request, flags=["playwright"])
+    passed = mw.process_response(request, rendered)
     assert isinstance(passed, Response) and passed.status == 200
     assert request.meta["domainstate"]["original_status"] == 403
     assert recent(mw, "shop.test") == [(Method.TAB, Outcome.OK_CONTACT)]
+
+
+def test_a_browser_request_answered_without_a_render_is_not_evidence(mw: DomainStateMiddleware) -> None:
+    request = sent(mw, "https://shop.test/", playwright=True)
+    plain = html(request.url, CONTACT, 200, request=request)  # no "playwright" flag: not a render
+    assert mw.process_response(request, plain) is plain
+    assert recent(mw, "shop.test") == []
+    assert stat(mw, "browser/not_rendered") == 1
+
+
+def test_no_browser_mode() -> None:
+    crawler = _crawler(DOWNLOAD_HANDLERS={})
+    mw = build_from_crawler(DomainStateMiddleware, crawler)
+    mw.manager.spider_opened()
+    try:
+        assert not mw.manager.browser.enabled
+        assert stat(mw, "browser/off") == 1
+        # a wall is recorded, never re-issued
+        request = sent(mw, "https://shop.test/")
+        response = html(request.url, CHALLENGE, 403, headers=CF, request=request)
+        assert mw.process_response(request, response) is response
+        assert recent(mw, "shop.test") == [(Method.FETCH, Outcome.ANTIBOT)]
+        assert stat(mw, "browser_reissue") is None
+        # antibot-hard: skipped, with its reason; forced: a plain fetch
+        mw.manager.store.set_state("hard.test", State.ANTIBOT_HARD, mw.manager.clock())
+        with pytest.raises(IgnoreRequest, match=r"hard\.test is antibot-hard \(browser only, and no browser"):
+            mw.process_request(Request("https://hard.test/"))
+        forced = sent(mw, "https://hard.test/", domainstate_force=True)
+        assert forced.meta["domainstate"]["method"] == "fetch" and "playwright" not in forced.meta
+        # and its robots.txt is not fetched either
+        with pytest.raises(IgnoreRequest, match=r"no robots\.txt"):
+            mw.process_request(Request("https://hard.test/robots.txt", meta={"dont_obey_robotstxt": True}))
+    finally:
+        crawler.domainstate.close()
 
 
 def test_rate_limit_is_not_sent_to_the_browser(mw: DomainStateMiddleware) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from scrapy_domainstate._routing import (
     DOMAIN,
+    NO_BROWSER,
     NO_DOMAIN,
     NOT_HTTP,
     REISSUE,
@@ -18,6 +19,7 @@ from scrapy_domainstate._routing import (
     Route,
     admit,
     dead_url,
+    robots_txt,
     route,
 )
 from scrapy_domainstate.policy import Decision
@@ -75,6 +77,24 @@ ROUTES: list[tuple[str, RequestFacts, Decision, bool, bool, Route]] = [
     # -- browser
     ("browser", PLAIN, D.BROWSER, True, False, Route(Action.TAB, None, D.BROWSER, D.BROWSER, to_browser=True)),
     ("browser-already", IN_BROWSER, D.BROWSER, True, False, Route(Action.TAB, None, D.BROWSER, D.BROWSER)),
+    # -- no browser route: browser-only domains are skipped (a plain fetch cannot pass them)
+    (
+        "browser-no-route",
+        replace(PLAIN, browser_route=False),
+        D.BROWSER,
+        True,
+        False,
+        Route(Action.SKIP, NO_BROWSER, D.BROWSER, D.BROWSER),
+    ),
+    (
+        "browser-no-route-forced",
+        replace(FORCED, browser_route=False),
+        D.BROWSER,
+        True,
+        False,
+        Route(Action.FETCH, None, D.FETCH, D.BROWSER, forced=True),
+    ),
+    ("ftb-no-route", replace(PLAIN, browser_route=False), FTB, True, False, Route(Action.FETCH, None, FTB, FTB)),
     # -- probe: wait when the engine can download it, else go on as fetch-then-browser
     ("probe", PLAIN, D.PROBE, True, False, Route(Action.WAIT, probe=True)),
     ("probe-and-ask", PLAIN, D.PROBE, True, True, Route(Action.WAIT, probe=True)),
@@ -103,3 +123,23 @@ def test_every_decision_has_a_route() -> None:
             got = route(facts, decision)
             assert got.action in (Action.SKIP, Action.FETCH, Action.TAB)
             assert got.action is Action.SKIP or got.decision in (D.FETCH, FTB, D.BROWSER)
+
+
+ROBOTS_FACTS = replace(PLAIN, robots=True)
+#: (name, facts, decision, skipped)
+ROBOTS_TXT: list[tuple[str, RequestFacts, Decision, bool]] = [
+    ("skip", ROBOTS_FACTS, D.SKIP, True),
+    ("browser-only-no-route", replace(ROBOTS_FACTS, browser_route=False), D.BROWSER, True),
+    ("browser-only", ROBOTS_FACTS, D.BROWSER, False),
+    ("probe", ROBOTS_FACTS, D.PROBE, False),
+    ("fetch", ROBOTS_FACTS, D.FETCH, False),
+    ("ftb", ROBOTS_FACTS, FTB, False),
+    ("forced", replace(ROBOTS_FACTS, force=True), D.SKIP, False),
+]
+
+
+@pytest.mark.parametrize(("facts", "decision", "skipped"), [r[1:] for r in ROBOTS_TXT], ids=[r[0] for r in ROBOTS_TXT])
+def test_robots_txt_only_for_domains_the_plugin_visits(facts: RequestFacts, decision: Decision, skipped: bool) -> None:
+    got = robots_txt(facts, decision)
+    assert got.reason == ROBOTS
+    assert got.action is (Action.SKIP if skipped else Action.PASS)
