@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
+import zlib
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -122,7 +123,10 @@ class DomainStat:
 
 # ---------------------------------------------------------------- encoding
 
-VERSION = 2
+#: Version 3 is version 2 with an integrity envelope (see :func:`encode`); version 2
+#: records (no checksums) are still read.
+VERSION = 3
+_V2 = 2
 _STATES = list(State)
 _METHODS = list(Method)
 _OUTCOMES = list(Outcome)
@@ -188,7 +192,7 @@ def _err_table(table: dict[str, int]) -> list[bytes] | None:
     return parts
 
 
-def encode(stat: DomainStat) -> bytes:
+def _encode_payload(stat: DomainStat) -> bytes:
     domain = stat.domain.encode("utf-8")
     recent = stat.recent
     expires = stat.state_expires_at
@@ -224,7 +228,7 @@ def encode(stat: DomainStat) -> bytes:
         stat.first_seen,
         stat.last_seen,
         stat.state_changed_at,
-        _NAN if expires is None else expires,
+        _NAN if expires is None else (expires if expires <= MAX_TIME else MAX_TIME),
         stat.probed_at,
     )
     if not table:
@@ -248,12 +252,77 @@ def encode(stat: DomainStat) -> bytes:
     )
 
 
+# ------------------------------------------------------------- envelope
+#
+# Version 3 = the version 2 layout (header, domain, error table, entries) with the
+# version byte set to 3 and two CRC32s inserted right after the header: one of the
+# header bytes (so the decision path, which reads the header only, detects a flipped
+# bit there) and one of everything after the CRCs. A record whose checksums do not
+# match, or whose times are not finite or out of range, is a RecordError: stores treat
+# it as unknown, warn once and overwrite it on the next write.
+
+_CRC = struct.Struct("<II")
+_HEAD_SIZE = _HEADER.size
+_BODY_AT = _HEAD_SIZE + _CRC.size
+#: Latest time a record may hold: 9999-12-31T23:59:59Z (what ``datetime`` can show).
+MAX_TIME = 253402300799.0
+_crc32 = zlib.crc32
+
+
+def _check_times(head: tuple) -> None:
+    # first_seen, last_seen, state_changed_at, probed_at: finite and in range (NaN fails
+    # every comparison); state_expires_at: NaN (no TTL) or in range.
+    top = MAX_TIME
+    if not (
+        0.0 <= head[9] <= top
+        and 0.0 <= head[10] <= top
+        and 0.0 <= head[11] <= top
+        and 0.0 <= head[13] <= top
+        and (head[12] != head[12] or 0.0 <= head[12] <= top)
+    ):
+        raise RecordError("corrupt record: a time is not finite or out of range")
+
+
+def encode(stat: DomainStat) -> bytes:
+    """The stored bytes of ``stat`` (version 3). Raises :class:`RecordError` when a time
+    is not finite or out of range (such a record could not be read back)."""
+    top = MAX_TIME
+    expires = stat.state_expires_at
+    if not (
+        0.0 <= stat.first_seen <= top
+        and 0.0 <= stat.last_seen <= top
+        and 0.0 <= stat.state_changed_at <= top
+        and 0.0 <= stat.probed_at <= top
+        and (expires is None or expires >= 0.0)
+    ):
+        raise RecordError(f"cannot encode the record of {stat.domain!r}: a time is not finite or out of range")
+    try:
+        payload = _encode_payload(stat)
+    except (struct.error, ValueError, OverflowError) as exc:
+        raise RecordError(f"cannot encode the record of {stat.domain!r}: {exc}") from exc
+    head = payload[:_HEAD_SIZE]
+    body = payload[_HEAD_SIZE:]
+    return b"".join((head, _CRC.pack(_crc32(head), _crc32(body)), body))
+
+
+def _head(data: bytes) -> tuple:
+    """The unpacked header of a version 2 or 3 record, its header checksum verified."""
+    head = _HEADER.unpack_from(data)
+    version = head[0]
+    if version == VERSION:
+        crc_head = _CRC.unpack_from(data, _HEAD_SIZE)[0]
+        if _crc32(data[:_HEAD_SIZE]) != crc_head:
+            raise RecordError("corrupt record: header checksum mismatch")
+    elif version != _V2:
+        raise RecordError(f"unsupported record version {version}")
+    return head
+
+
 def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
     """The decision fields only: ``(state, expires_at, changed_at, probed_at)``."""
     try:
-        head = _HEADER.unpack_from(data)
-        if head[0] != VERSION:
-            raise RecordError(f"unsupported record version {head[0]}")
+        head = _head(data)
+        _check_times(head)
         state = _STATES[head[1]]
     except (struct.error, IndexError, TypeError) as exc:
         raise RecordError(str(exc)) from exc
@@ -262,10 +331,27 @@ def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
 
 
 def decode(data: bytes) -> DomainStat:
+    """The record stored as ``data`` (version 3, or 2). Raises only :class:`RecordError`."""
+    try:
+        version = data[0]
+        if version == VERSION:
+            crc_head, crc_body = _CRC.unpack_from(data, _HEAD_SIZE)
+            body = data[_BODY_AT:]
+            if _crc32(data[:_HEAD_SIZE]) != crc_head or _crc32(body) != crc_body:
+                raise RecordError("corrupt record: checksum mismatch")
+            return _decode_payload(data[:_HEAD_SIZE] + body)
+        if version != _V2:
+            raise RecordError(f"unsupported record version {version}")
+    except (struct.error, IndexError, TypeError) as exc:
+        raise RecordError(f"corrupt record: {exc}") from exc
+    return _decode_payload(data)
+
+
+def _decode_payload(data: bytes) -> DomainStat:
+    """A record in the version 2 layout (the version byte is checked by the caller)."""
     try:
         head = _HEADER.unpack_from(data)
-        if head[0] != VERSION:
-            raise RecordError(f"unsupported record version {head[0]}")
+        _check_times(head)
         pos = _HEADER.size
         n_recent, dlen = head[2], head[3]
         domain = data[pos : pos + dlen].decode("utf-8")
