@@ -318,7 +318,9 @@ def test_time_not_finite_or_out_of_range_is_corrupt(name: str, value: float) -> 
     """A stored time that is NaN, infinite or out of range reads as corrupt (the store then
     treats the domain as unknown), whether the checksums match (v3) or there are none (v2)."""
     stat = _history(PROFILES["flaky"])
-    offset = _HEAD - 8 * (5 - ("first_seen", "last_seen", "state_changed_at", "state_expires_at", "probed_at").index(name))
+    offset = _HEAD - 8 * (
+        5 - ("first_seen", "last_seen", "state_changed_at", "state_expires_at", "probed_at").index(name)
+    )
     v2 = bytearray(_as_v2(encode(stat)))
     struct.pack_into("<d", v2, offset, value)
     if name == "state_expires_at" and math.isnan(value):
