@@ -47,6 +47,7 @@ from twisted.web.http_headers import Headers
 from twisted.web.iweb import UNKNOWN_LENGTH, IAgentEndpointFactory, IBodyProducer
 from zope.interface import implementer
 
+from ._breaker import CircuitBreaker
 from .config import Config, ConfigError
 from .record import DomainStat, State
 
@@ -235,87 +236,6 @@ def parse_lookup_response(
         else:
             verdicts[domain] = verdict
     return verdicts, invalid
-
-
-# ---------------------------------------------------------- circuit breaker
-
-
-class CircuitBreaker:
-    """Closed -> (``threshold`` consecutive failures, or one timeout) -> open -> (cool-down)
-    -> half-open.
-
-    Half-open lets one trial call through: its success closes the breaker, its failure
-    opens it again for twice the previous cool-down (at most ``max_cooldown``).
-    """
-
-    CLOSED = "closed"
-    OPEN = "open"
-    HALF_OPEN = "half-open"
-
-    def __init__(
-        self,
-        threshold: int = 3,
-        cooldown: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
-        max_cooldown: float = 600.0,
-    ) -> None:
-        self.threshold = max(1, threshold)
-        self.base_cooldown = cooldown
-        self.max_cooldown = max(cooldown, max_cooldown)
-        self.cooldown = cooldown
-        self.clock = clock
-        self.state = self.CLOSED
-        self.failures = 0
-        self.opened = 0
-        self._opened_at = 0.0
-        self._trial = False
-
-    def allow(self) -> bool:
-        """Whether a call may be made now (does not start a trial)."""
-        if self.state == self.OPEN and self.clock() >= self._opened_at + self.cooldown:
-            self.state = self.HALF_OPEN
-            self._trial = False
-        if self.state == self.CLOSED:
-            return True
-        return self.state == self.HALF_OPEN and not self._trial
-
-    def started(self) -> None:
-        """A call is being made (in half-open state: the trial)."""
-        if self.state == self.HALF_OPEN:
-            self._trial = True
-
-    def success(self) -> None:
-        if self.state != self.CLOSED:
-            logger.info("domainstate remote service answers again: circuit breaker closed")
-        self.state = self.CLOSED
-        self.failures = 0
-        self.cooldown = self.base_cooldown
-        self._trial = False
-
-    def failure(self, hard: bool = False) -> bool:
-        """Count a failed call; ``True`` when this failure opened the breaker.
-
-        A ``hard`` failure (a timeout: the one failure that costs the caller time) opens
-        the breaker at once.
-        """
-        if self.state == self.OPEN:
-            return False
-        self.failures += 1
-        if self.state == self.HALF_OPEN:
-            self.cooldown = min(self.cooldown * 2, self.max_cooldown)
-        elif self.failures < self.threshold and not hard:
-            return False
-        self.state = self.OPEN
-        self._opened_at = self.clock()
-        self._trial = False
-        self.opened += 1
-        return True
-
-    def remaining(self) -> float:
-        """Seconds left in the cool-down (0 unless open)."""
-        if self.state != self.OPEN:
-            return 0.0
-        return max(self._opened_at + self.cooldown - self.clock(), 0.0)
 
 
 # ------------------------------------------------------------------ HTTP
@@ -632,7 +552,7 @@ class RemoteClient:
 
     def _got_lookup(self, body: bytes, batch: Mapping[str, Any]) -> dict[str, RemoteVerdict]:
         verdicts, invalid = parse_lookup_response(body, batch, self.clock())
-        self.breaker.success()
+        self._succeeded()
         self.invalid += invalid
         if invalid:
             self._warn_once("invalid", "domainstate remote service sent %d malformed entries: ignored", invalid)
@@ -702,7 +622,7 @@ class RemoteClient:
         d = self._call(b"POST", self.url, body)
 
         def posted(_: bytes) -> None:
-            self.breaker.success()
+            self._succeeded()
             self.reported += len(batch)
 
         def failed(failure: Failure) -> None:
@@ -760,6 +680,10 @@ class RemoteClient:
 
             d.addCallback(status)
         return d
+
+    def _succeeded(self) -> None:
+        if self.breaker.success():
+            logger.info("domainstate remote service answers again: circuit breaker closed")
 
     def _failed(self, failure: Failure, what: str) -> None:
         self.errors += 1
