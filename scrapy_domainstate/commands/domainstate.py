@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import dataclasses
 import inspect
+import io
 import json
 import logging
 import math
@@ -722,24 +723,33 @@ class Command(ScrapyCommand):
     def _import(self, args: list[str], opts: argparse.Namespace) -> None:
         source = args[0]
         config = self._config()
+        # Bytes that are not UTF-8 become lone surrogates, which read_csv reports by line.
+        now = time.time()
         try:
             with Progress(f"reading {source}") as progress:
                 if source == "-":
-                    records, errors = read_csv(sys.stdin, per_hostname=config.per_hostname, tick=progress.tick)
+                    text = io.TextIOWrapper(
+                        sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline=""
+                    )
+                    records, errors = read_csv(
+                        text, per_hostname=config.per_hostname, tick=progress.tick, now=now, ttl=config.ttl
+                    )
                 else:
-                    with open(source, encoding="utf-8-sig", newline="") as fh:
-                        records, errors = read_csv(fh, per_hostname=config.per_hostname, tick=progress.tick)
+                    with open(source, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
+                        records, errors = read_csv(
+                            fh, per_hostname=config.per_hostname, tick=progress.tick, now=now, ttl=config.ttl
+                        )
         except OSError as exc:
             raise _Failure(1, f"cannot read {source}: {exc}") from None
-        except UnicodeDecodeError as exc:
-            raise _Failure(1, f"{source} is not UTF-8 text: {exc}") from None
         if errors:
             shown = errors[:100]
             for err in shown:
                 print(f"{source}: {err}", file=sys.stderr)
             if len(errors) > len(shown):
-                print(f"{source}: ... and {len(errors) - len(shown):,} more bad rows", file=sys.stderr)
-            raise _Failure(1, f"{len(errors):,} bad rows in {source}: nothing imported")
+                more = len(errors) - len(shown)
+                print(f"{source}: ... and {more:,} more bad row{'' if more == 1 else 's'}", file=sys.stderr)
+            bad = len(errors)
+            raise _Failure(1, f"{bad:,} bad row{'' if bad == 1 else 's'} in {source}: nothing imported")
         if not records:
             print(f"{source}: no rows, nothing imported")
             return
