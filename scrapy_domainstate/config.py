@@ -471,7 +471,12 @@ SETTINGS: tuple[Setting, ...] = (
         "Bytes of a body scanned for challenge markers and contacts.",
         parse=_int(256),
     ),
-    _s("DOMAINSTATE_FLUSH_INTERVAL", 5.0, "duration", "Time between batched store writes."),
+    _s(
+        "DOMAINSTATE_FLUSH_INTERVAL",
+        1.0,
+        "duration",
+        "Time between batched store writes: at most this much learning is lost when a crawl is killed.",
+    ),
     _s("DOMAINSTATE_FLUSH_SIZE", 500, "int", "Buffered outcomes that trigger a store write.", parse=_int(1)),
     _s(
         "DOMAINSTATE_PROBE_TIMEOUT",
@@ -516,6 +521,20 @@ SETTINGS: tuple[Setting, ...] = (
         parse=_int(1),
     ),
     _s("DOMAINSTATE_STATS_PER_DOMAIN", False, "bool", "Also count decisions per domain in stats (many keys)."),
+    _s(
+        "DOMAINSTATE_SERVICE_RATE",
+        50.0,
+        "float",
+        "Service: API requests a second per reporter (bursts of 10 s worth); beyond, 429. 0: no limit.",
+        parse=_float(0.0),
+    ),
+    _s(
+        "DOMAINSTATE_SERVICE_QUOTA",
+        1_000_000,
+        "int",
+        "Service: votes one reporter may hold (about 200 bytes each); beyond, 429. 0: no limit.",
+        parse=_int(0),
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -586,6 +605,8 @@ class Config:
     remote_consensus: float = FROM_TABLE
     remote_min_reporters: int = FROM_TABLE
     stats_per_domain: bool = FROM_TABLE
+    service_rate: float = FROM_TABLE
+    service_quota: int = FROM_TABLE
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None = None) -> Config:

@@ -120,6 +120,23 @@ class RemoteVerdict:
     last_seen: float
     #: When the verdict runs out (``None``: the state has no TTL).
     expires_at: float | None = None
+    #: Reporters that voted for ``state`` (``None``: the service did not say).
+    agreeing: int | None = None
+
+    @property
+    def supporters(self) -> int:
+        """Reporters agreeing (without ``agreeing``: every reporter, the rule before it existed)."""
+        return self.reporters if self.agreeing is None else self.agreeing
+
+    @property
+    def support(self) -> float:
+        """The share agreeing once a single dissenter is set aside (see :func:`adopt`)."""
+        dissenting = self.reporters - self.supporters
+        if dissenting <= 0:
+            return self.consensus
+        if dissenting == 1:
+            return 1.0
+        return self.supporters / (self.reporters - 1)
 
 
 def adopt(
@@ -127,9 +144,14 @@ def adopt(
 ) -> State | None:
     """The state to adopt from ``remote``, or ``None`` to keep the local one.
 
-    A remote verdict counts only when its consensus is strictly above
-    ``config.remote_consensus`` and at least ``config.remote_min_reporters`` distinct
-    reporters voted. It then replaces the local state when:
+    A remote verdict counts only when at least ``config.remote_min_reporters`` distinct
+    reporters agree on it and its support is strictly above ``config.remote_consensus``.
+    The support is the share of the reporters agreeing once *one* dissenter is set aside
+    (``agreeing / (reporters - 1)`` when anybody dissents): a single reporter, honest
+    or not, cannot veto what enough others agree on (1 dissenter against 3, 4 or 5 agreeing
+    reporters: adopted), while two or more dissenters still count (3 against 2: 0.75, not
+    adopted). Votes for ``unknown`` are no verdict: the service leaves them out. It then
+    replaces the local state when:
 
     * there is no local verdict (no record, or an ``unknown`` one): the remote state is
       adopted unless the local record holds evidence (a ``recent`` entry) newer than the
@@ -141,7 +163,7 @@ def adopt(
     """
     if remote is None:
         return None
-    if not (remote.consensus > config.remote_consensus and remote.reporters >= config.remote_min_reporters):
+    if not (remote.support > config.remote_consensus and remote.supporters >= config.remote_min_reporters):
         return None
     if now is not None and remote.expires_at is not None and remote.expires_at <= now:
         return None
@@ -179,7 +201,10 @@ def _reject_constant(name: str) -> float:
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer of hundreds of digits: not a number we can use
+        return None
     return value if math.isfinite(value) else None
 
 
@@ -192,6 +217,11 @@ def _parse_verdict(domain: str, entry: object, now: float) -> RemoteVerdict | No
     last_seen = _number(entry.get("last_seen"))
     expires_raw = entry.get("expires_at")
     expires_at = None if expires_raw is None else _number(expires_raw)
+    agreeing = entry.get("agreeing")
+    if agreeing is not None and (
+        isinstance(agreeing, bool) or not isinstance(agreeing, int) or not 1 <= agreeing <= reporters
+    ):
+        return None
     if (
         state is None
         or consensus is None
@@ -204,7 +234,7 @@ def _parse_verdict(domain: str, entry: object, now: float) -> RemoteVerdict | No
         or (expires_raw is not None and expires_at is None)
     ):
         return None
-    return RemoteVerdict(domain, state, consensus, reporters, last_seen, expires_at)
+    return RemoteVerdict(domain, state, consensus, reporters, last_seen, expires_at, agreeing)
 
 
 def parse_lookup_response(
@@ -230,7 +260,10 @@ def parse_lookup_response(
     for domain in requested:
         if domain not in answers:
             continue
-        verdict = _parse_verdict(domain, answers[domain], now)
+        try:
+            verdict = _parse_verdict(domain, answers[domain], now)
+        except (TypeError, ValueError, OverflowError, AttributeError):  # one bad entry, not the batch
+            verdict = None
         if verdict is None:
             invalid += 1
         else:
