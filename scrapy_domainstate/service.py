@@ -92,7 +92,7 @@ class Limits:
     max_connections: int = 512
     #: Connections waiting for a request's bytes (slow or idle clients) at most: beyond it,
     #: the one waiting longest is closed.
-    max_waiting: int = 128
+    max_waiting: int = 256
     #: Seconds a client has to send a request's headers, then its body.
     header_timeout: float = 10.0
     body_timeout: float = 10.0
@@ -709,24 +709,33 @@ class _Channel(http.HTTPChannel):
 
 
 class _Site(server.Site):
-    """Bounds the connections: at most ``max_connections`` open (a new one beyond closes the
-    connection waiting longest for bytes, or is refused when none waits) and at most
-    ``max_waiting`` waiting for a request's bytes (the longest waiting is closed), so slow
-    clients cannot hold every file descriptor."""
+    """Bounds the connections, so slow clients cannot hold every file descriptor.
+
+    At most ``max_connections`` open: a new connection beyond closes the one waiting longest
+    for a request's bytes (or is refused when none waits). At most ``max_waiting`` waiting:
+    beyond, the longest waiting are closed :attr:`sweep_delay` seconds later (time for a
+    client that sends its request at once to have it read, so a fast client is never
+    closed for slow ones).
+    """
 
     protocol = _Channel
     limits = Limits()
     service: DomainStateService
+    sweep_delay = 0.25
 
     def startFactory(self) -> None:
         super().startFactory()
+        self._init_bounds()
+
+    def _init_bounds(self) -> None:
         self.channels: set[_Channel] = set()
         #: Channels waiting for bytes, the longest waiting first.
         self.waiting: dict[_Channel, None] = {}
+        self._sweep: Any = None
 
     def buildProtocol(self, addr: Any) -> Any:
         if not hasattr(self, "channels"):
-            self.startFactory()
+            self._init_bounds()
         if len(self.channels) >= self.limits.max_connections and not self._evict_waiting():
             self.service.counters["conn/refused"] += 1
             return None
@@ -743,12 +752,17 @@ class _Site(server.Site):
             oldest.transport.abortConnection()
         return True
 
+    def _sweep_waiting(self) -> None:
+        self._sweep = None
+        while len(self.waiting) > self.limits.max_waiting:
+            self._evict_waiting()
+
     def waiting_for(self, channel: _Channel) -> None:
         self.channels.add(channel)
         self.waiting.pop(channel, None)
         self.waiting[channel] = None
-        while len(self.waiting) > self.limits.max_waiting:
-            self._evict_waiting()
+        if len(self.waiting) > self.limits.max_waiting and self._sweep is None:
+            self._sweep = self.reactor.callLater(self.sweep_delay, self._sweep_waiting)
 
     def busy(self, channel: _Channel) -> None:
         self.waiting.pop(channel, None)
@@ -929,11 +943,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on; default 127.0.0.1")
     parser.add_argument("--token-file", required=True, help="file of 'REPORTER_ID TOKEN' lines")
     parser.add_argument("--db", default=None, help="directory of the votes and consensus stores (default: memory)")
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a DOMAINSTATE_* setting (DOMAINSTATE_TTL, DOMAINSTATE_SERVICE_RATE, DOMAINSTATE_SERVICE_QUOTA)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
+        settings = {}
+        for item in args.set:
+            name, sep, value = item.partition("=")
+            if not sep or not name.startswith("DOMAINSTATE_"):
+                raise ConfigError(f"-s {item!r}: expected DOMAINSTATE_NAME=VALUE")
+            settings[name] = value
+        config = Config.from_settings(settings)
         tokens = load_tokens(args.token_file)
-        serve(args.port, args.host, tokens=tokens, db_path=args.db)
+        serve(args.port, args.host, tokens=tokens, db_path=args.db, config=config)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

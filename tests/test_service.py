@@ -41,13 +41,27 @@ TOKENS = {r: f"token-{r}-{'x' * 8}" for r in REPORTERS}
 class ServiceProcess:
     """``python -m scrapy_domainstate.service`` on 127.0.0.1, port chosen by the OS."""
 
-    def __init__(self, tmp: Path, tokens: dict[str, str], db: Path | None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        tokens: dict[str, str],
+        db: Path | None,
+        args: tuple[str, ...] = (),
+        nofile: int | None = None,
+    ) -> None:
         token_file = tmp / "tokens.txt"
         token_file.write_text("# reporter token\n" + "".join(f"{r} {t}\n" for r, t in tokens.items()))
         token_file.chmod(0o600)
         cmd = [sys.executable, "-m", "scrapy_domainstate.service", "--port", "0", "--token-file", str(token_file)]
+        if nofile is not None:  # run under an open-file limit
+            start = (
+                "import resource, sys; from scrapy_domainstate.service import main; "
+                f"resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); sys.exit(main(sys.argv[1:]))"
+            )
+            cmd[1:3] = ["-c", start]
         if db is not None:
             cmd += ["--db", str(db)]
+        cmd += args
         self.stderr_path = tmp / f"service-{time.monotonic_ns()}.err"
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, cwd=str(tmp))

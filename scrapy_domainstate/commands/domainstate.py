@@ -813,6 +813,6 @@ class Command(ScrapyCommand):
 
         tokens = load_tokens(opts.token_file)  # ConfigError -> exit 2
         try:
-            serve(port=opts.port, host=opts.host, tokens=tokens, db_path=opts.db)
+            serve(port=opts.port, host=opts.host, tokens=tokens, db_path=opts.db, config=self._config())
         except (CannotListenError, OSError) as exc:
             raise _Failure(1, str(exc)) from None
