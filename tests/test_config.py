@@ -176,6 +176,8 @@ VALID = {
     "DOMAINSTATE_REMOTE_CONSENSUS": [("0.9", 0.9), (1, 1.0)],
     "DOMAINSTATE_REMOTE_MIN_REPORTERS": [("5", 5), (1, 1)],
     "DOMAINSTATE_STATS_PER_DOMAIN": [("true", True), (True, True)],
+    "DOMAINSTATE_SERVICE_RATE": [("2.5", 2.5), (0, 0.0)],
+    "DOMAINSTATE_SERVICE_QUOTA": [("1000", 1000), (0, 0)],
 }
 
 VALID_CASES = [(name, value, expected) for name, cases in VALID.items() for value, expected in cases]
@@ -301,6 +303,8 @@ BAD = {
     "DOMAINSTATE_REMOTE_CONSENSUS": [1.5, -0.1],
     "DOMAINSTATE_REMOTE_MIN_REPORTERS": [0, -1],
     "DOMAINSTATE_STATS_PER_DOMAIN": ["x"],
+    "DOMAINSTATE_SERVICE_RATE": [-1, "fast"],
+    "DOMAINSTATE_SERVICE_QUOTA": [-1, 1.5, "lots"],
 }
 
 BAD_CASES = [(name, value) for name, values in BAD.items() for value in values]
