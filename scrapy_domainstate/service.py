@@ -23,7 +23,8 @@ consensus of every domain it touched is written, as a :class:`DomainStat`, into 
 :class:`DomainStore` (LMDB by default), where ``scrapy domainstate show/export/stats``
 can inspect it. Lookups are computed from the votes, so vote ageing is exact.
 Every input is validated; errors are JSON ``{"error": "...", "field": "..."}`` with a
-400, 401, 404, 405, 413 or 415 status.
+400, 401, 404, 405, 413, 415 or 429 (with ``Retry-After``) status; connections are
+bounded and must send their request within deadlines (see :class:`Limits`).
 """
 
 from __future__ import annotations
