@@ -267,6 +267,7 @@ _BODY_AT = _HEAD_SIZE + _CRC.size
 #: Latest time a record may hold: 9999-12-31T23:59:59Z (what ``datetime`` can show).
 MAX_TIME = 253402300799.0
 _crc32 = zlib.crc32
+_isnan = math.isnan
 
 
 def _check_times(head: tuple) -> None:
@@ -278,7 +279,7 @@ def _check_times(head: tuple) -> None:
         and 0.0 <= head[10] <= top
         and 0.0 <= head[11] <= top
         and 0.0 <= head[13] <= top
-        and (head[12] != head[12] or 0.0 <= head[12] <= top)
+        and (_isnan(head[12]) or 0.0 <= head[12] <= top)
     ):
         raise RecordError("corrupt record: a time is not finite or out of range")
 
@@ -305,29 +306,39 @@ def encode(stat: DomainStat) -> bytes:
     return b"".join((head, _CRC.pack(_crc32(head), _crc32(body)), body))
 
 
-def _head(data: bytes) -> tuple:
-    """The unpacked header of a version 2 or 3 record, its header checksum verified."""
-    head = _HEADER.unpack_from(data)
-    version = head[0]
-    if version == VERSION:
-        crc_head = _CRC.unpack_from(data, _HEAD_SIZE)[0]
-        if _crc32(data[:_HEAD_SIZE]) != crc_head:
-            raise RecordError("corrupt record: header checksum mismatch")
-    elif version != _V2:
-        raise RecordError(f"unsupported record version {version}")
-    return head
+#: A version 3 header and its checksum, in one unpack (the decision path).
+_HEAD_V3 = struct.Struct(_HEADER.format + "I")
 
 
 def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
-    """The decision fields only: ``(state, expires_at, changed_at, probed_at)``."""
+    """The decision fields only: ``(state, expires_at, changed_at, probed_at)``.
+
+    Checks the header's own checksum (version 3) and its times, not the rest: a record
+    whose tail is damaged is decided from its header (the damage shows on a full read).
+    """
     try:
-        head = _head(data)
-        _check_times(head)
+        if data[0] == VERSION:
+            head = _HEAD_V3.unpack_from(data)
+            if _crc32(data[:_HEAD_SIZE]) != head[-1]:
+                raise RecordError("corrupt record: header checksum mismatch")
+        else:
+            head = _HEADER.unpack_from(data)
+            if head[0] != _V2:
+                raise RecordError(f"unsupported record version {head[0]}")
         state = _STATES[head[1]]
     except (struct.error, IndexError, TypeError) as exc:
         raise RecordError(str(exc)) from exc
-    expires = head[12]
-    return state, (None if math.isnan(expires) else expires), head[11], head[13]
+    changed, expires, probed = head[11], head[12], head[13]
+    top = MAX_TIME
+    if not (
+        0.0 <= head[9] <= top
+        and 0.0 <= head[10] <= top
+        and 0.0 <= changed <= top
+        and 0.0 <= probed <= top
+        and (_isnan(expires) or 0.0 <= expires <= top)
+    ):
+        raise RecordError("corrupt record: a time is not finite or out of range")
+    return state, (None if _isnan(expires) else expires), changed, probed
 
 
 def decode(data: bytes) -> DomainStat:
