@@ -267,7 +267,6 @@ class WriteFailed(StoreError):
     """LMDB refused a write transaction (full disk, I/O error): the breaker's business."""
 
 
-
 class LmdbStore(DomainStore):
     """Domain records in a local LMDB environment (the default store).
 
