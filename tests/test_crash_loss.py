@@ -142,6 +142,27 @@ def _stored(db: Path) -> dict[str, int]:
         store.close()
 
 
+def _after_kill(tmp: Path, pid: int, killed_at: float) -> dict[str, float]:
+    """What the killed crawl in ``tmp`` recorded, stored and lost; checks the bound."""
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    acked = _acked(tmp / "ack")
+    stored = _stored(tmp / "db")
+    lost = [t for domain, times in acked.items() for t in sorted(times)[stored.get(domain, 0) :]]
+    oldest_lost = max((killed_at - t for t in lost), default=0.0)
+    result = {
+        "acked": sum(len(t) for t in acked.values()),
+        "stored": sum(stored.values()),
+        "lost": len(lost),
+        "oldest_lost_s": round(oldest_lost, 3),
+    }
+    assert oldest_lost <= BOUND, f"run {tmp.name}: lost an outcome {oldest_lost:.2f} s old: {result}"
+    # Nothing stored that was not recorded (the last may be stored before its line is written).
+    assert all(stored.get(d, 0) <= len(t) + 1 for d, t in acked.items())
+    return result
+
+
 def test_a_killed_crawl_loses_at_most_the_flush_interval(tmp_path: Path) -> None:
     assert FLUSH_INTERVAL == 1.0  # the documented default
     rng = random.Random(13)
@@ -191,24 +212,7 @@ def test_a_killed_crawl_loses_at_most_the_flush_interval(tmp_path: Path) -> None
                 killed_at = time.time()
                 os.kill(int(run["pid"]), signal.SIGKILL)
                 del active[i]
-                deadline = time.monotonic() + 10
-                while _alive(int(run["pid"])) and time.monotonic() < deadline:
-                    time.sleep(0.005)
-                acked = _acked(ack)
-                stored = _stored(tmp / "db")
-                lost = [t for domain, times in acked.items() for t in sorted(times)[stored.get(domain, 0) :]]
-                oldest_lost = max((killed_at - t for t in lost), default=0.0)
-                results.append(
-                    {
-                        "acked": sum(len(t) for t in acked.values()),
-                        "stored": sum(stored.values()),
-                        "lost": len(lost),
-                        "oldest_lost_s": round(oldest_lost, 3),
-                    }
-                )
-                assert oldest_lost <= BOUND, f"run {tmp.name}: lost an outcome {oldest_lost:.2f} s old: {results[-1]}"
-                # Nothing stored that was not recorded (the last may be stored before its line is written).
-                assert all(stored.get(d, 0) <= len(t) + 1 for d, t in acked.items())
+                results.append(_after_kill(tmp, int(run["pid"]), killed_at))
             time.sleep(0.01)
     finally:
         zygote.stdin.close()

@@ -7,6 +7,7 @@ client's parser and adoption rule.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -271,63 +272,75 @@ SLOW = 1100
 LOOKUPS = 46
 
 
-def _slowloris(host: str, port: int, stop: threading.Event, stats: dict[str, int]) -> None:
-    """Keep SLOW connections open that send a request one byte at a time (a byte every 2 s),
+class Slowloris:
+    """SLOW connections that send a request one byte at a time (a byte every 2 s),
     reconnecting every 2 s those the service closed. ``stats["established"]`` counts the
     connections the kernel completed (accepted by the service, or queued for it)."""
-    sel = selectors.DefaultSelector()
-    request_bytes = b"GET /api/scrape/domain-state?domains=a.example HTTP/1.1\r\nHost: x\r\n"
-    socks: dict[socket.socket, int] = {}
 
-    def connect() -> None:
+    REQUEST = b"GET /api/scrape/domain-state?domains=a.example HTTP/1.1\r\nHost: x\r\n"
+
+    def __init__(self, host: str, port: int) -> None:
+        self.address = (host, port)
+        self.stop = threading.Event()
+        self.stats = {"opened": 0, "closed": 0, "established": 0}
+        self._sel = selectors.DefaultSelector()
+        #: socket -> bytes of REQUEST sent (-1: still connecting)
+        self._socks: dict[socket.socket, int] = {}
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _connect(self) -> None:
         s = socket.socket()
         s.setblocking(False)
-        s.connect_ex((host, port))
-        socks[s] = -1  # connecting
-        sel.register(s, selectors.EVENT_WRITE)
-        stats["opened"] += 1
+        s.connect_ex(self.address)
+        self._socks[s] = -1
+        self._sel.register(s, selectors.EVENT_WRITE)
+        self.stats["opened"] += 1
 
-    def drop(s: socket.socket) -> None:
-        sel.unregister(s)
-        socks.pop(s, None)
+    def _drop(self, s: socket.socket) -> None:
+        self._sel.unregister(s)
+        self._socks.pop(s, None)
         s.close()
-        stats["closed"] += 1
+        self.stats["closed"] += 1
 
-    for _ in range(SLOW):
-        connect()
-    last_drip = time.monotonic()
-    while not stop.is_set():
-        for key, events in sel.select(0.2):
-            s = key.fileobj
-            assert isinstance(s, socket.socket)
-            if socks.get(s) == -1 and events & selectors.EVENT_WRITE:
-                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                    drop(s)
-                    continue
-                socks[s] = 0
-                stats["established"] += 1
-                sel.modify(s, selectors.EVENT_READ)
-                continue
-            try:
-                data = s.recv(4096)
-            except OSError:
-                data = b""
-            if not data:  # closed by the service: come back with the next drip
-                drop(s)
-        if time.monotonic() - last_drip > 2.0:
-            last_drip = time.monotonic()
-            for s, sent in list(socks.items()):
-                if 0 <= sent < len(request_bytes):
-                    try:
-                        s.send(request_bytes[sent : sent + 1])
-                        socks[s] = sent + 1
-                    except OSError:
-                        pass
-            for _ in range(SLOW - len(socks)):
-                connect()
-    for s in socks:
-        s.close()
-    sel.close()
+    def _event(self, s: socket.socket, events: int) -> None:
+        if self._socks.get(s) == -1 and events & selectors.EVENT_WRITE:
+            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                self._drop(s)
+                return
+            self._socks[s] = 0
+            self.stats["established"] += 1
+            self._sel.modify(s, selectors.EVENT_READ)
+            return
+        try:
+            data = s.recv(4096)
+        except OSError:
+            data = b""
+        if not data:  # closed by the service: come back with the next drip
+            self._drop(s)
+
+    def _drip(self) -> None:
+        for s, sent in list(self._socks.items()):
+            if 0 <= sent < len(self.REQUEST):
+                with contextlib.suppress(OSError):
+                    s.send(self.REQUEST[sent : sent + 1])
+                    self._socks[s] = sent + 1
+        for _ in range(SLOW - len(self._socks)):
+            self._connect()
+
+    def _run(self) -> None:
+        for _ in range(SLOW):
+            self._connect()
+        last_drip = time.monotonic()
+        while not self.stop.is_set():
+            for key, events in self._sel.select(0.2):
+                assert isinstance(key.fileobj, socket.socket)
+                self._event(key.fileobj, events)
+            if time.monotonic() - last_drip > 2.0:
+                last_drip = time.monotonic()
+                self._drip()
+        for s in self._socks:
+            s.close()
+        self._sel.close()
 
 
 def test_slow_clients_cannot_starve_others_at_1024_open_files(tmp_path: Path) -> None:
@@ -337,12 +350,11 @@ def test_slow_clients_cannot_starve_others_at_1024_open_files(tmp_path: Path) ->
     if soft != resource.RLIM_INFINITY and soft < SLOW + 200:
         resource.setrlimit(resource.RLIMIT_NOFILE, (SLOW + 200, hard))
     proc = ServiceProcess(tmp_path, TOKENS, None, nofile=1024)
-    stop = threading.Event()
-    stats = {"opened": 0, "closed": 0, "established": 0}
-    attacker = threading.Thread(target=_slowloris, args=(proc.host, proc.port, stop, stats), daemon=True)
+    attacker = Slowloris(proc.host, proc.port)
+    stats = attacker.stats
     try:
         assert report(proc, "r1", ("busy.example", "dead", time.time())) == 1
-        attacker.start()
+        attacker.thread.start()
         deadline = time.monotonic() + 30
         # More slow connections than the service has file descriptors (SYNs dropped by a
         # full accept queue are retried after 1, 3, 7 s).
@@ -363,8 +375,8 @@ def test_slow_clients_cannot_starve_others_at_1024_open_files(tmp_path: Path) ->
         assert stats["established"] >= 1100, stats
         assert proc.proc.poll() is None  # still serving
     finally:
-        stop.set()
-        attacker.join(10)
+        attacker.stop.set()
+        attacker.thread.join(10)
         code = proc.stop()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert code in (0, -15)
