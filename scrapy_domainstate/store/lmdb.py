@@ -439,7 +439,7 @@ class LmdbStore(DomainStore):
         """Double the map, unless another process grew it meanwhile; one process at a time."""
         env = shared.env
         before = env.info()["map_size"]
-        fd = os.open(shared.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(shared.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
