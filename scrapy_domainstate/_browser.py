@@ -249,13 +249,17 @@ async def wait_out_challenge(
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+
+    async def look() -> tuple[int, str]:
+        return int(await page.evaluate(_STATUS_JS) or 0), await page.content()
+
     while True:
         try:
-            status = await page.evaluate(_STATUS_JS)
-            html = await page.content()
+            # bounded too: a page stuck between two documents must not outlast the wait
+            status, html = await asyncio.wait_for(look(), timeout=max(deadline - loop.time(), poll))
         except Exception:  # navigating: "Execution context was destroyed", "page is navigating"
-            html = None
-        if html is not None and not is_challenge(int(status or 0), html.encode("utf-8", "replace")):
+            status, html = 0, None
+        if html is not None and not is_challenge(status, html.encode("utf-8", "replace")):
             return True
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -270,6 +274,7 @@ def wake_shell_engine(crawler: Crawler, interval: float = 0.1, patience: float =
     starting, and nothing wakes the engine for the request it queued. In a crawl the engine
     is already running or starts its own loop, and the extra look costs nothing.
     """
+    from scrapy import signals
     from twisted.internet import task
 
     try:
@@ -290,5 +295,10 @@ def wake_shell_engine(crawler: Crawler, interval: float = 0.1, patience: float =
             if engine.running and nextcall is not None:
                 nextcall.schedule()
 
+    def stop(*args: Any, **kwargs: Any) -> None:
+        if loop.running:
+            loop.stop()
+
     loop = task.LoopingCall(look)
     loop.start(interval, now=False)
+    crawler.signals.connect(stop, signal=signals.spider_closed, weak=False)
