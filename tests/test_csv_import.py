@@ -84,7 +84,11 @@ def test_minimal_rows_report_every_problem_of_a_row() -> None:
     assert len(errors) == 1
     message = errors[0]
     assert message.startswith("line 2: ")
-    assert "domain is empty" in message and "unknown state 'zombie'" in message and "ttl must be a positive duration" in message
+    assert (
+        "domain is empty" in message
+        and "unknown state 'zombie'" in message
+        and "ttl must be a positive duration" in message
+    )
 
 
 def test_a_header_that_is_neither_form_names_both() -> None:
