@@ -414,3 +414,149 @@ def _decode_payload(data: bytes) -> DomainStat:
         raise
     except (struct.error, IndexError, KeyError, TypeError, UnicodeDecodeError, ValueError) as exc:
         raise RecordError(f"corrupt record: {exc}") from exc
+
+
+# ------------------------------------------------------- spliced encoding
+
+
+def _spliced_head(stat: DomainStat, n_recent: int, dlen: int) -> tuple[object, ...]:
+    """The header fields of ``stat`` as :func:`encode` packs them."""
+    expires = stat.state_expires_at
+    fetch_total, fetch_ok, fetch_ok_empty = stat.fetch_total, stat.fetch_ok, stat.fetch_ok_empty
+    tab_total, tab_ok = stat.tab_total, stat.tab_ok
+    return (
+        VERSION,
+        _STATE_CODE[stat.state],
+        n_recent,
+        dlen,
+        fetch_total if fetch_total <= _U32 else _U32,
+        fetch_ok if fetch_ok <= _U32 else _U32,
+        fetch_ok_empty if fetch_ok_empty <= _U32 else _U32,
+        tab_total if tab_total <= _U32 else _U32,
+        tab_ok if tab_ok <= _U32 else _U32,
+        stat.first_seen,
+        stat.last_seen,
+        stat.state_changed_at,
+        _NAN if expires is None else expires,
+        stat.probed_at,
+    )
+
+
+def kept_entries(old: list[RecentEntry], new: list[RecentEntry]) -> int:
+    """How many entries ``new`` starts with that are the last ones of ``old`` (0 if it does not).
+
+    ``new`` is a record's ``recent`` after outcomes were applied to the record whose
+    ``recent`` was ``old``: the oldest entries dropped, new ones appended (the same
+    entry objects, so the test is mostly by identity).
+    """
+    if not old or not new:
+        return 0
+    ids = list(map(id, old))
+    try:
+        j = ids.index(id(new[0]))
+    except ValueError:
+        return 0
+    kept = len(old) - j
+    if kept > len(new) or new[:kept] != old[j:]:
+        return 0
+    return kept
+
+
+def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
+    """:func:`encode` of ``stat``, reusing the packed entries of ``old``.
+
+    ``old`` is a stored record and ``stat.recent`` starts with the last ``kept`` entries
+    of ``decode(old).recent`` (see :func:`kept_entries`), followed by new ones: only
+    the header and the new entries are packed, the kept entries' bytes are copied.
+    The result is byte for byte ``encode(stat)`` (the error-class table renumbered
+    as encode numbers it); when the shortcut does not apply (``first_seen`` or the
+    domain changed, a damaged ``old``), it *is* ``encode(stat)``.
+    """
+    try:
+        head = _HEADER.unpack_from(old)
+    except struct.error:
+        return encode(stat)
+    recent = stat.recent
+    n_old, dlen = head[2], head[3]
+    domain = stat.domain.encode("utf-8")
+    pos = _HEADER.size
+    if (
+        head[0] != VERSION
+        or head[9] != stat.first_seen
+        or not 0 <= kept <= n_old
+        or kept > len(recent)
+        or len(domain) != dlen
+        or old[pos : pos + dlen] != domain
+        or len(recent) > 255
+    ):
+        return encode(stat)
+    pos += dlen
+    table_start = pos + 1
+    n_table = old[pos] if pos < len(old) else -1
+    names: list[str] = []
+    parts: list[bytes] = []
+    pos = table_start
+    for _ in range(n_table):
+        elen = old[pos] if pos < len(old) else 0
+        part = old[pos : pos + 1 + elen]
+        if not elen or len(part) != elen + 1:
+            return encode(stat)
+        try:
+            names.append(part[1:].decode("utf-8"))
+        except UnicodeDecodeError:
+            return encode(stat)
+        parts.append(part)
+        pos += 1 + elen
+    if n_table < 0 or len(set(names)) != n_table or pos + n_old * _ENTRY.size != len(old):
+        return encode(stat)
+    tail = pos + (n_old - kept) * _ENTRY.size
+    entries: bytes | bytearray = old[tail:]
+    table: bytes = old[table_start:pos]
+    classes: dict[str, int] = {}
+    if n_table:
+        # encode() numbers the classes by first use over the entries: when dropping the
+        # oldest entries changed that order (or left a class unused), renumber.
+        index_bytes = entries[_ENTRY.size - 1 :: _ENTRY.size]
+        used = [i for i in dict.fromkeys(index_bytes) if i]
+        if used and max(used) > n_table:
+            return encode(stat)
+        if used != list(range(1, n_table + 1)):
+            remap = bytearray(range(256))
+            for new_index, old_index in enumerate(used, 1):
+                remap[old_index] = new_index
+            entries = bytearray(entries)
+            entries[_ENTRY.size - 1 :: _ENTRY.size] = index_bytes.translate(remap)
+            table = b"".join([parts[i - 1] for i in used])
+        classes = {names[old_index - 1]: new_index for new_index, old_index in enumerate(used, 1)}
+    base = stat.first_seen
+    codes = _ENTRY_CODE
+    flat: list[int] = []
+    added: list[bytes] = []
+    for entry in recent[kept:]:
+        err = entry.error_class
+        index = 0
+        if err:
+            index = classes.get(err, 0)
+            if not index:
+                raw = err.encode("utf-8")
+                if len(raw) > 255:
+                    return encode(stat)
+                index = classes[err] = len(classes) + 1
+                added.append(bytes((len(raw),)) + raw)
+        offset = round(entry.at - base)
+        if offset < 0:
+            offset = 0
+        elif offset > _U32:
+            offset = _U32
+        flat += (offset, codes[entry.method, entry.outcome], entry.status or 0, index)
+    if len(classes) > 255:
+        return encode(stat)
+    return b"".join(
+        (
+            _flat_struct(dlen, 0).pack(*_spliced_head(stat, len(recent), dlen), domain, len(classes)),
+            table,
+            *added,
+            entries,
+            _entries_struct(len(recent) - kept).pack(*flat),
+        )
+    )
