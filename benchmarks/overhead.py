@@ -71,7 +71,16 @@ WALL_TARGET = 1.05
 
 # ------------------------------------------------------------------ pages
 
-_WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when", "will", "would", "who", "so", "no", "out", "up", "into", "do", "any", "about", "time", "them", "some", "could", "new", "like", "other", "then", "than", "first", "also", "after", "years", "only", "people", "way", "its", "many", "may", "these", "most", "over", "such", "where", "those", "work", "through", "back", "even", "because", "good", "each", "same", "well", "being", "very", "made", "world", "service", "quality", "product", "customer", "delivery", "team", "support", "project", "design", "solution", "market", "growth", "local", "family", "history", "garden", "season", "recipe", "travel", "museum", "library", "village", "river", "mountain", "coffee", "bakery", "kitchen", "workshop"]
+_WORDS_TEXT = (
+    "the of and to in is that for it as was with be by on not he this are or his from at which but have "
+    "an they you were their one all we can her has there been if more when will would who so no out up "
+    "into do any about time them some could new like other then than first also after years only people "
+    "way its many may these most over such where those work through back even because good each same "
+    "well being very made world service quality product customer delivery team support project design "
+    "solution market growth local family history garden season recipe travel museum library village "
+    "river mountain coffee bakery kitchen workshop"
+)
+_WORDS = _WORDS_TEXT.split()
 
 
 def _text(rng: random.Random, n_words: int) -> str:
