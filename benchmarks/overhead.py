@@ -358,25 +358,31 @@ STARTUP_POINTS = (
 CLOSE_POINTS = ("scrapy_domainstate.manager:DomainStateManager.close",)
 
 #: The per-stage table: (label, depth, candidate targets; the first that exists is timed).
+_M = "scrapy_domainstate.manager"
+_MW = "scrapy_domainstate.middleware"
 STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
-    ("decision (process_request)", 0, ("scrapy_domainstate.middleware:DomainStateMiddleware.process_request",)),
-    ("domain key", 1, ("scrapy_domainstate.manager:DomainStateManager.key", "scrapy_domainstate.manager:domain_key")),
+    ("decision (process_request)", 0, (f"{_MW}:DomainStateMiddleware.process_request",)),
+    ("domain key", 1, (f"{_M}:DomainStateManager.key", f"{_M}:domain_key")),
+    ("request facts", 1, (f"{_M}:DomainStateManager._request_facts",)),
     ("store.decide", 1, ("scrapy_domainstate.store.lmdb:LmdbStore.decide",)),
-    ("routing", 1, ("scrapy_domainstate.manager:DomainStateManager._route", "scrapy_domainstate._routing:route")),
-    ("is_browser", 2, ("scrapy_domainstate.manager:DomainStateManager.is_browser",)),
+    ("routing", 1, ("scrapy_domainstate._routing:route", f"{_M}:DomainStateManager._route")),
+    ("acting on the route", 1, (f"{_M}:DomainStateManager._go",)),
+    ("is_browser", 2, (f"{_M}:DomainStateManager.is_browser",)),
+    ("after the response (process_response)", 0, (f"{_MW}:DomainStateMiddleware.process_response",)),
+    ("response facts", 1, (f"{_M}:DomainStateManager._evidence_facts",)),
+    ("is_site_root", 2, (f"{_M}:is_site_root",)),
+    ("classification (all calls)", 1, ("scrapy_domainstate.classify:Classifier.response",)),
     (
-        "after the response (process_response)",
-        0,
-        ("scrapy_domainstate.middleware:DomainStateMiddleware.process_response",),
+        "browser-render verdict",
+        1,
+        ("scrapy_domainstate._evidence:rendered_verdict", f"{_M}:DomainStateManager._rendered_verdict"),
     ),
-    ("is_site_root", 1, ("scrapy_domainstate.manager:is_site_root", "scrapy_domainstate._evidence:is_site_root")),
-    ("classification", 1, ("scrapy_domainstate.classify:Classifier.response",)),
-    ("browser-render verdict", 1, ("scrapy_domainstate.manager:DomainStateManager._rendered_verdict",)),
-    ("contact scan", 1, ("scrapy_domainstate.manager:has_contact", "scrapy_domainstate._evidence:has_contact")),
-    ("record (manager)", 1, ("scrapy_domainstate.manager:DomainStateManager.record",)),
+    ("judging the evidence", 1, ("scrapy_domainstate._evidence:judge_response",)),
+    ("contact scan", 1, ("scrapy_domainstate._outcomes:has_contact", f"{_M}:has_contact")),
+    ("record (manager)", 1, (f"{_M}:DomainStateManager.record",)),
     ("store.record", 2, ("scrapy_domainstate.store.lmdb:LmdbStore.record",)),
     ("policy.observe", 3, ("scrapy_domainstate.policy:Policy.observe",)),
-    ("signals check", 2, ("scrapy_domainstate.manager:DomainStateManager._listened",)),
+    ("signals check", 2, ("scrapy_domainstate._telemetry:Telemetry._listened", f"{_M}:DomainStateManager._listened")),
     ("store flush (write batch)", 0, ("scrapy_domainstate.store.lmdb:LmdbStore._write_batch",)),
 )
 
