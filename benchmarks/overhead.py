@@ -437,56 +437,37 @@ def _noop_class(i: int) -> type:
     return cls
 
 
-def child(args: argparse.Namespace) -> None:
-    import scrapy  # noqa: F401 - Scrapy's own import is not the plugin's start-up
-    from scrapy import Request, Spider
-    from scrapy.crawler import CrawlerProcess
+class Meters:
+    """The meters of one child crawl, installed for its mode."""
 
-    mode = args.mode
-    plugin = mode in ("on", "stages")
-    result: dict[str, Any] = {"mode": mode}
-    if plugin:
-        t0 = time.thread_time_ns()
-        import scrapy_domainstate  # noqa: F401
+    def __init__(self, mode: str) -> None:
+        self.per_request = Meter(time.thread_time_ns)
+        self.startup = Meter(time.thread_time_ns)
+        self.closing = Meter(time.thread_time_ns)
+        self.floor = Meter(time.thread_time_ns)
+        self.stages: dict[str, Meter] = {}
+        self.missing: list[str] = []
+        if mode == "on":
+            for target in ENTRY_POINTS:
+                patch(target, self.per_request)
+        # Every crawl has one metered no-op middleware: the floor, and the same dispatch cost for all.
+        for name in ("process_request", "process_response", "process_exception"):
+            setattr(NoopMiddleware, name, self.floor.wrap(getattr(NoopMiddleware, name)))
+        if mode in ("on", "stages"):
+            for target in STARTUP_POINTS:
+                patch(target, self.startup)
+            for target in CLOSE_POINTS:
+                patch(target, self.closing)
+        if mode == "stages":
+            for label, _, candidates in STAGES:
+                meter = self.stages[label] = Meter(time.perf_counter_ns)
+                if not any(patch(target, meter) for target in candidates):
+                    self.missing.append(label)
+            self.stages["Scrapy stats calls"] = Meter(time.perf_counter_ns)
+            _time_plugin_stats(self.stages["Scrapy stats calls"])
 
-        result["import_ns"] = time.thread_time_ns() - t0
-    per_request = Meter(time.thread_time_ns)
-    startup = Meter(time.thread_time_ns)
-    closing = Meter(time.thread_time_ns)
-    floor = Meter(time.thread_time_ns)
-    stages: dict[str, Meter] = {}
-    missing: list[str] = []
-    if mode == "on":
-        for target in ENTRY_POINTS:
-            patch(target, per_request)
-    # Every crawl has one metered no-op middleware: the floor, and the same dispatch cost for all.
-    for name in ("process_request", "process_response", "process_exception"):
-        setattr(NoopMiddleware, name, floor.wrap(getattr(NoopMiddleware, name)))
-    if plugin:
-        for target in STARTUP_POINTS:
-            patch(target, startup)
-        for target in CLOSE_POINTS:
-            patch(target, closing)
-    if mode == "stages":
-        for label, _, candidates in STAGES:
-            meter = stages[label] = Meter(time.perf_counter_ns)
-            if not any(patch(target, meter) for target in candidates):
-                missing.append(label)
-        stages["Scrapy stats calls"] = Meter(time.perf_counter_ns)
-        _time_plugin_stats(stages["Scrapy stats calls"])
 
-    urls = url_plan(args.scenario, args.port, args.urls, args.hosts)
-
-    class Bench(Spider):
-        name = "bench"
-
-        async def start(self):  # type: ignore[no-untyped-def]
-            for url in urls:
-                yield Request(url, dont_filter=True)
-
-        def parse(self, response):  # type: ignore[no-untyped-def]
-            return None
-
+def crawl_settings(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "LOG_LEVEL": "ERROR",
         "TWISTED_DNS_RESOLVER": "scrapy_domainstate.testing.resolver.TableResolver",
@@ -501,12 +482,42 @@ def child(args: argparse.Namespace) -> None:
         "DOMAINSTATE_LMDB_PATH": args.store,
     }
     mws: dict[str, int] = {f"{__name__}.NoopMiddleware": 541}
-    if plugin:
+    if mode in ("on", "stages"):
         settings["ADDONS"] = {"scrapy_domainstate.Addon": 0}
     if mode == "noop":
         for i in range(NOOPS):
             mws[f"{__name__}.{_noop_class(i).__name__}"] = 542 + i
     settings["DOWNLOADER_MIDDLEWARES"] = mws
+    return settings
+
+
+def child(args: argparse.Namespace) -> None:
+    import scrapy  # noqa: F401 - Scrapy's own import is not the plugin's start-up
+    from scrapy import Request, Spider
+    from scrapy.crawler import CrawlerProcess
+
+    mode = args.mode
+    plugin = mode in ("on", "stages")
+    result: dict[str, Any] = {"mode": mode}
+    if plugin:
+        t0 = time.thread_time_ns()
+        import scrapy_domainstate  # noqa: F401
+
+        result["import_ns"] = time.thread_time_ns() - t0
+    meters = Meters(mode)
+    urls = url_plan(args.scenario, args.port, args.urls, args.hosts)
+
+    class Bench(Spider):
+        name = "bench"
+
+        async def start(self):  # type: ignore[no-untyped-def]
+            for url in urls:
+                yield Request(url, dont_filter=True)
+
+        def parse(self, response):  # type: ignore[no-untyped-def]
+            return None
+
+    settings = crawl_settings(args, mode)
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(Bench)
     process.crawl(crawler)
@@ -530,16 +541,16 @@ def child(args: argparse.Namespace) -> None:
             "cpu": cpu,
             "requests": stats.get("downloader/request_count", 0),
             "responses": stats.get("response_received_count", 0),
-            "plugin_ns": per_request.ns,
-            "plugin_calls": per_request.calls,
-            "floor_ns": floor.ns,
-            "floor_calls": floor.calls,
-            "startup_ns": startup.ns,
-            "close_ns": closing.ns,
+            "plugin_ns": meters.per_request.ns,
+            "plugin_calls": meters.per_request.calls,
+            "floor_ns": meters.floor.ns,
+            "floor_calls": meters.floor.calls,
+            "startup_ns": meters.startup.ns,
+            "close_ns": meters.closing.ns,
             "states": states,
             "methods": {k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("domainstate/method/")},
-            "stages": {k: [m.ns, m.calls] for k, m in stages.items()},
-            "missing": missing,
+            "stages": {k: [m.ns, m.calls] for k, m in meters.stages.items()},
+            "missing": meters.missing,
         }
     )
     print(json.dumps(result))

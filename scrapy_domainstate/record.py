@@ -472,67 +472,92 @@ def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
     as encode numbers it); when the shortcut does not apply (``first_seen`` or the
     domain changed, a damaged ``old``), it *is* ``encode(stat)``.
     """
+    stored = _stored_parts(stat, old, kept)
+    if stored is None:
+        return encode(stat)
+    table, entries, classes = stored
+    added = _pack_added(stat, kept, classes)
+    if added is None:
+        return encode(stat)
+    parts, packed = added
+    dlen = len(stat.domain.encode("utf-8"))
+    head = _flat_struct(dlen, 0).pack(
+        *_spliced_head(stat, len(stat.recent), dlen), old[_HEADER.size : _HEADER.size + dlen], len(classes)
+    )
+    return b"".join((head, table, *parts, entries, packed))
+
+
+_IDENTITY = bytes(range(256))
+
+
+def _stored_parts(stat: DomainStat, old: bytes, kept: int) -> tuple[bytes, bytes | bytearray, dict[str, int]] | None:
+    """From the stored record ``old``: the error-class table and the packed entries that
+    ``stat`` keeps, both renumbered by first use, and the table as ``{class: index}``;
+    ``None`` when ``old`` is not the base of ``stat`` or is damaged."""
     try:
         head = _HEADER.unpack_from(old)
     except struct.error:
-        return encode(stat)
-    recent = stat.recent
+        return None
     n_old, dlen = head[2], head[3]
-    domain = stat.domain.encode("utf-8")
     pos = _HEADER.size
     if (
         head[0] != VERSION
         or head[9] != stat.first_seen
-        or not 0 <= kept <= n_old
-        or kept > len(recent)
-        or len(domain) != dlen
-        or old[pos : pos + dlen] != domain
-        or len(recent) > 255
+        or not 0 <= kept <= min(n_old, len(stat.recent))
+        or len(stat.recent) > 255
+        or old[pos : pos + dlen] != stat.domain.encode("utf-8")
+        or pos + dlen >= len(old)
     ):
-        return encode(stat)
+        return None
     pos += dlen
     table_start = pos + 1
-    n_table = old[pos] if pos < len(old) else -1
     names: list[str] = []
     parts: list[bytes] = []
     pos = table_start
-    for _ in range(n_table):
+    for _ in range(old[table_start - 1]):
         elen = old[pos] if pos < len(old) else 0
         part = old[pos : pos + 1 + elen]
         if not elen or len(part) != elen + 1:
-            return encode(stat)
+            return None
         try:
             names.append(part[1:].decode("utf-8"))
         except UnicodeDecodeError:
-            return encode(stat)
+            return None
         parts.append(part)
         pos += 1 + elen
-    if n_table < 0 or len(set(names)) != n_table or pos + n_old * _ENTRY.size != len(old):
-        return encode(stat)
-    tail = pos + (n_old - kept) * _ENTRY.size
-    entries: bytes | bytearray = old[tail:]
-    table: bytes = old[table_start:pos]
-    classes: dict[str, int] = {}
-    if n_table:
-        # encode() numbers the classes by first use over the entries: when dropping the
-        # oldest entries changed that order (or left a class unused), renumber.
-        index_bytes = entries[_ENTRY.size - 1 :: _ENTRY.size]
-        used = [i for i in dict.fromkeys(index_bytes) if i]
-        if used and max(used) > n_table:
-            return encode(stat)
-        if used != list(range(1, n_table + 1)):
-            remap = bytearray(range(256))
-            for new_index, old_index in enumerate(used, 1):
-                remap[old_index] = new_index
-            entries = bytearray(entries)
-            entries[_ENTRY.size - 1 :: _ENTRY.size] = index_bytes.translate(remap)
-            table = b"".join([parts[i - 1] for i in used])
-        classes = {names[old_index - 1]: new_index for new_index, old_index in enumerate(used, 1)}
+    if len(set(names)) != len(names) or pos + n_old * _ENTRY.size != len(old):
+        return None
+    entries: bytes | bytearray = old[pos + (n_old - kept) * _ENTRY.size :]
+    if not names:
+        return b"", entries, {}
+    # encode() numbers the classes by first use over the entries: when dropping the
+    # oldest entries changed that order (or left a class unused), renumber.
+    index_bytes = entries[_ENTRY.size - 1 :: _ENTRY.size]
+    first_use = dict.fromkeys(index_bytes)
+    first_use.pop(0, None)
+    used = list(first_use)
+    if used and max(used) > len(names):
+        return None
+    table = old[table_start:pos]
+    if used != list(range(1, len(names) + 1)):
+        remap = bytearray(_IDENTITY)
+        for new_index, old_index in enumerate(used, 1):
+            remap[old_index] = new_index
+        entries = bytearray(entries)
+        entries[_ENTRY.size - 1 :: _ENTRY.size] = index_bytes.translate(remap)
+        table = b"".join([parts[i - 1] for i in used])
+    return table, entries, {names[old_index - 1]: new_index for new_index, old_index in enumerate(used, 1)}
+
+
+def _pack_added(stat: DomainStat, kept: int, classes: dict[str, int]) -> tuple[list[bytes], bytes] | None:
+    """The table entries of the new error classes and the packed new entries (``classes``
+    grows with them); ``None`` when encode would truncate a class."""
     base = stat.first_seen
     codes = _ENTRY_CODE
     flat: list[int] = []
-    added: list[bytes] = []
-    for entry in recent[kept:]:
+    parts: list[bytes] = []
+    new = stat.recent[kept:]
+    for entry in new:
         err = entry.error_class
         index = 0
         if err:
@@ -540,9 +565,9 @@ def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
             if not index:
                 raw = err.encode("utf-8")
                 if len(raw) > 255:
-                    return encode(stat)
+                    return None
                 index = classes[err] = len(classes) + 1
-                added.append(bytes((len(raw),)) + raw)
+                parts.append(bytes((len(raw),)) + raw)
         offset = round(entry.at - base)
         if offset < 0:
             offset = 0
@@ -550,13 +575,5 @@ def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
             offset = _U32
         flat += (offset, codes[entry.method, entry.outcome], entry.status or 0, index)
     if len(classes) > 255:
-        return encode(stat)
-    return b"".join(
-        (
-            _flat_struct(dlen, 0).pack(*_spliced_head(stat, len(recent), dlen), domain, len(classes)),
-            table,
-            *added,
-            entries,
-            _entries_struct(len(recent) - kept).pack(*flat),
-        )
-    )
+        return None
+    return parts, _entries_struct(len(new)).pack(*flat)
