@@ -480,14 +480,20 @@ def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
     if added is None:
         return encode(stat)
     parts, packed = added
-    dlen = len(stat.domain.encode("utf-8"))
-    head = _flat_struct(dlen, 0).pack(
-        *_spliced_head(stat, len(stat.recent), dlen), old[_HEADER.size : _HEADER.size + dlen], len(classes)
-    )
-    return b"".join((head, table, *parts, entries, packed))
+    domain = stat.domain.encode("utf-8")
+    head = _HEADER.pack(*_spliced_head(stat, len(stat.recent), len(domain)))
+    return _sealed(head, b"".join((domain, bytes((len(classes),)), table, *parts, entries, packed)))
 
 
 _IDENTITY = bytes(range(256))
+#: Where the body (domain, error table, entries) starts in a stored record, and the
+#: stored form of a header and a body: the layout :func:`encode` writes (kept next to
+#: each other so that a change of the envelope changes both).
+_SPLICE_BODY_AT = _HEADER.size
+
+
+def _sealed(head: bytes, body: bytes) -> bytes:
+    return head + body
 
 
 def _stored_parts(stat: DomainStat, old: bytes, kept: int) -> tuple[bytes, bytes | bytearray, dict[str, int]] | None:
@@ -499,7 +505,7 @@ def _stored_parts(stat: DomainStat, old: bytes, kept: int) -> tuple[bytes, bytes
     except struct.error:
         return None
     n_old, dlen = head[2], head[3]
-    pos = _HEADER.size
+    pos = _SPLICE_BODY_AT
     if (
         head[0] != VERSION
         or head[9] != stat.first_seen
