@@ -92,7 +92,7 @@ class Route:
     @property
     def method(self) -> str:
         """The ``method`` the request is marked with (``fetch``, ``tab`` or ``skip``)."""
-        return self.action.value
+        return self.action._value_  # not .value: the Enum property is a Python call
 
 
 def admit(facts: RequestFacts) -> Route | None:
