@@ -312,6 +312,14 @@ def _resolve(target: str) -> tuple[Any, str] | None:
         owner: Any = importlib.import_module(module_name)
     except ImportError:
         return None
+    if module_name.startswith("scrapy_domainstate."):
+        # Only the package being measured: an editable install elsewhere may still
+        # provide modules this version does not have.
+        import scrapy_domainstate
+
+        package = os.path.dirname(os.path.abspath(scrapy_domainstate.__file__))
+        if not os.path.abspath(getattr(owner, "__file__", "") or "").startswith(package + os.sep):
+            return None
     *parents, attr = path.split(".")
     for name in parents:
         owner = getattr(owner, name, None)
