@@ -129,7 +129,7 @@ def percentile(sorted_values: list[int], q: float) -> float:
 
 
 class GcTimer:
-    """Time spent in garbage collections (``gc.callbacks``)."""
+    """CPU time spent in garbage collections (``gc.callbacks``, thread CPU time)."""
 
     def __init__(self) -> None:
         self.ns = 0
@@ -138,9 +138,9 @@ class GcTimer:
 
     def __call__(self, phase: str, info: dict) -> None:
         if phase == "start":
-            self._t0 = time.perf_counter_ns()
+            self._t0 = time.thread_time_ns()
         else:
-            self.ns += time.perf_counter_ns() - self._t0
+            self.ns += time.thread_time_ns() - self._t0
             self.collections += 1
 
 
