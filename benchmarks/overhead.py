@@ -3,7 +3,7 @@
 
 Usage::
 
-    python benchmarks/overhead.py [--scenarios tiny real] [--urls 3000] [--hosts 300] [--rounds 3]
+    python benchmarks/overhead.py [--scenarios tiny real] [--urls 3000] [--hosts 300] [--rounds 3] [--stage-runs 1]
 
 A loopback web server (a separate process) serves ``--hosts`` sites; each crawl
 requests ``--urls`` URLs spread over them. Two scenarios:
