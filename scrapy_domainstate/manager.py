@@ -131,7 +131,7 @@ class DomainStateManager:
     def stats(self) -> StatsCollector:
         """The crawler's stats, with the counts this plugin keeps locally added first."""
         self.telemetry.publish()
-        return self.crawler.stats  # type: ignore[return-value]
+        return self.crawler.stats
 
     def spider_opened(self, spider: Any = None) -> None:
         self.open()

@@ -437,7 +437,7 @@ def _spliced_head(stat: DomainStat, n_recent: int, dlen: int) -> tuple[object, .
         stat.first_seen,
         stat.last_seen,
         stat.state_changed_at,
-        _NAN if expires is None else expires,
+        _NAN if expires is None else (expires if expires <= MAX_TIME else MAX_TIME),
         stat.probed_at,
     )
 
@@ -472,6 +472,16 @@ def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
     as encode numbers it); when the shortcut does not apply (``first_seen`` or the
     domain changed, a damaged ``old``), it *is* ``encode(stat)``.
     """
+    top = MAX_TIME
+    expires = stat.state_expires_at
+    if not (
+        0.0 <= stat.first_seen <= top
+        and 0.0 <= stat.last_seen <= top
+        and 0.0 <= stat.state_changed_at <= top
+        and 0.0 <= stat.probed_at <= top
+        and (expires is None or expires >= 0.0)
+    ):
+        return encode(stat)  # which says why (RecordError)
     stored = _stored_parts(stat, old, kept)
     if stored is None:
         return encode(stat)
@@ -489,11 +499,11 @@ _IDENTITY = bytes(range(256))
 #: Where the body (domain, error table, entries) starts in a stored record, and the
 #: stored form of a header and a body: the layout :func:`encode` writes (kept next to
 #: each other so that a change of the envelope changes both).
-_SPLICE_BODY_AT = _HEADER.size
+_SPLICE_BODY_AT = _BODY_AT
 
 
 def _sealed(head: bytes, body: bytes) -> bytes:
-    return head + body
+    return b"".join((head, _CRC.pack(_crc32(head), _crc32(body)), body))
 
 
 def _stored_parts(stat: DomainStat, old: bytes, kept: int) -> tuple[bytes, bytes | bytearray, dict[str, int]] | None:
@@ -582,4 +592,7 @@ def _pack_added(stat: DomainStat, kept: int, classes: dict[str, int]) -> tuple[l
         flat += (offset, codes[entry.method, entry.outcome], entry.status or 0, index)
     if len(classes) > 255:
         return None
-    return parts, _entries_struct(len(new)).pack(*flat)
+    try:
+        return parts, _entries_struct(len(new)).pack(*flat)
+    except struct.error:  # a status no record can hold: encode() says so
+        return None

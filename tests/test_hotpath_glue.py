@@ -111,15 +111,15 @@ def test_signals_check_answers_as_get_all_receivers() -> None:
 
 
 @pytest.mark.parametrize(
-    ("decision", "force", "browser", "can_wait", "ask"),
-    list(itertools.product(list(Decision), *[(False, True)] * 4)),
+    ("decision", "force", "browser", "browser_route", "can_wait", "ask"),
+    list(itertools.product(list(Decision), *[(False, True)] * 5)),
 )
 def test_memoised_routes_are_the_routes(
-    decision: Decision, force: bool, browser: bool, can_wait: bool, ask: bool
+    decision: Decision, force: bool, browser: bool, browser_route: bool, can_wait: bool, ask: bool
 ) -> None:
-    facts = routing.RequestFacts(domain="shop.test", force=force, browser=browser)
+    facts = routing.RequestFacts(domain="shop.test", force=force, browser=browser, browser_route=browser_route)
     first = routing.route(facts, decision, can_wait, ask)
-    assert first == routing._route(decision, force, browser, can_wait, ask)
+    assert first == routing._route(decision, force, browser, browser_route, can_wait, ask)
     assert routing.route(facts, decision, can_wait, ask) is first
 
 
