@@ -665,6 +665,12 @@ def report(scenario: str, data: dict[str, Any]) -> dict[str, Any]:
     off_req = [r["requests"] for r in off]
     print(f"\n--- {scenario}: results over {len(on)} rounds ---")
     print(f"requests per crawl:                   on {sorted(set(n))}, off {sorted(set(off_req))}")
+    if min(off_req) > max(n):
+        print(
+            "  note: the plugin skipped requests the 'off' crawls download (e.g. antibot-hard sites when no\n"
+            "  browser handler is configured): the ratios below compare unequal work; per-request figures\n"
+            "  are per downloaded request"
+        )
     print(f"plugin CPU per request (start-up excl): {_mm(plugin_us)} us   (target <= {target:.0f} us)")
     print(f"  meter floor (same meter, no-op mw):   {_mm(floor_us)} us")
     print(f"  Scrapy dispatch of one no-op mw:      {_mm(dispatch)} us (process CPU, noop - off, / {NOOPS})")
