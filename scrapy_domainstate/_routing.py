@@ -92,7 +92,7 @@ class Route:
     @property
     def method(self) -> str:
         """The ``method`` the request is marked with (``fetch``, ``tab`` or ``skip``)."""
-        return self.action.value
+        return self.action._value_  # not .value: the Enum property is a Python call
 
 
 def admit(facts: RequestFacts) -> Route | None:
@@ -129,6 +129,28 @@ def route(facts: RequestFacts, decision: Decision, can_wait: bool = False, ask_r
     engine, a ``PROBE`` goes on as ``fetch-then-browser``. ``SKIP`` skips unless forced
     (then it is a ``fetch``). ``BROWSER`` adds the browser meta to a request that lacks it.
     """
+    key = (
+        decision,
+        bool(facts.force),
+        bool(facts.browser),
+        bool(facts.browser_route),
+        bool(can_wait),
+        bool(ask_remote),
+    )
+    found = _ROUTES.get(key)
+    if found is None:
+        # Routes are immutable and depend on these six inputs only: one per combination.
+        found = _ROUTES[key] = _route(*key)
+    return found
+
+
+#: (decision, force, browser, browser_route, can_wait, ask_remote) -> its route (at most 160).
+_ROUTES: dict[tuple[Decision, bool, bool, bool, bool, bool], Route] = {}
+
+
+def _route(
+    decision: Decision, force: bool, browser: bool, browser_route: bool, can_wait: bool, ask_remote: bool
+) -> Route:
     if can_wait and (decision is Decision.PROBE or ask_remote):
         return Route(Action.WAIT, probe=decision is Decision.PROBE)
     counted = decision
@@ -137,15 +159,15 @@ def route(facts: RequestFacts, decision: Decision, can_wait: bool = False, ask_r
         counted = decision
     forced = False
     if decision is Decision.SKIP:
-        if not facts.force:
+        if not force:
             return Route(Action.SKIP, DOMAIN, decision, counted)
         decision, forced = Decision.FETCH, True
-    elif decision is Decision.BROWSER and not facts.browser_route:
-        if not facts.force:
+    elif decision is Decision.BROWSER and not browser_route:
+        if not force:
             return Route(Action.SKIP, NO_BROWSER, decision, counted)
         decision, forced = Decision.FETCH, True
-    to_browser = decision is Decision.BROWSER and not facts.browser
-    action = Action.TAB if facts.browser or to_browser else Action.FETCH
+    to_browser = decision is Decision.BROWSER and not browser
+    action = Action.TAB if browser or to_browser else Action.FETCH
     return Route(action, None, decision, counted, forced, to_browser)
 
 

@@ -1,7 +1,10 @@
 """Stats, signals and log lines of the plugin, in one place.
 
 Stats are ``domainstate/...`` keys (per-domain keys only with
-``DOMAINSTATE_STATS_PER_DOMAIN``); logs go to the ``scrapy_domainstate`` logger with
+``DOMAINSTATE_STATS_PER_DOMAIN``). The per-request counts are kept here and added to
+Scrapy's stats by :meth:`Telemetry.publish` (at each store flush and at close, so the stats
+read at close are exact): an increment of Scrapy 2.19's stats collector costs several
+microseconds, a local one a few tens of nanoseconds. Logs go to the ``scrapy_domainstate`` logger with
 ``extra={"crawler": ...}``: DEBUG per request, INFO per state change, WARNING once when the
 store degrades, ERROR when the plugin cannot start.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pydispatch.dispatcher import getAllReceivers
+from pydispatch import dispatcher
 
 from . import signals
 from .policy import Decision
@@ -31,6 +34,7 @@ logger = logging.getLogger("scrapy_domainstate")
 #: Stats keys, formatted once (an f-string of an Enum per request adds up).
 _DECISION_KEYS = {d: f"domainstate/decision/{d.value}" for d in Decision}
 _OUTCOME_KEYS = {o: f"domainstate/outcome/{o.value}" for o in Outcome}
+_METHOD_KEYS = {m: f"domainstate/method/{m}" for m in ("fetch", "tab", "head", "skip", "cache")}
 #: Store counters exported at close when non-zero.
 _STORE_COUNTERS = ("corrupt_records", "evicted", "errors", "dropped", "short_circuits", "conflicts")
 
@@ -46,9 +50,26 @@ class Telemetry:
         # DEBUG line still costs a LogRecord. Decide once.
         level = crawler.settings.get("LOG_LEVEL", "DEBUG")
         self.debug_on = crawler.settings.getbool("LOG_ENABLED", True) and level in ("DEBUG", logging.DEBUG)
+        self._sender_id = id(crawler.signals.sender)
+        self._any_id = id(dispatcher.Any)
+        #: Counts not yet added to Scrapy's stats (see :meth:`publish`).
+        self._counts: dict[str, int] = {}
+
+    def _add(self, key: str) -> None:
+        counts = self._counts
+        counts[key] = counts.get(key, 0) + 1
+
+    def publish(self) -> None:
+        """Add the counts kept since the last call to Scrapy's stats."""
+        if not self._counts:
+            return
+        counts, self._counts = self._counts, {}
+        inc = self.stats.inc_value
+        for key, n in counts.items():
+            inc(key, n)
 
     def inc(self, key: str) -> None:
-        self.stats.inc_value(f"domainstate/{key}")
+        self._add(f"domainstate/{key}")
 
     def debug(self, msg: str, *args: Any) -> None:
         if self.debug_on:
@@ -59,18 +80,18 @@ class Telemetry:
     def count(self, domain: str, method: str) -> None:
         """``method/{method}`` counts what was sent (or skipped, or served from the cache):
         a routed request is counted when its response or failure comes back."""
-        self.stats.inc_value(f"domainstate/method/{method}")
+        self._add(_METHOD_KEYS.get(method) or f"domainstate/method/{method}")
         if self.per_domain:
-            self.stats.inc_value(f"domainstate/domain/{domain}/{method}")
+            self._add(f"domainstate/domain/{domain}/{method}")
 
     def decision(self, decision: Decision) -> None:
-        self.stats.inc_value(_DECISION_KEYS[decision])
+        self._add(_DECISION_KEYS[decision])
 
     # ------------------------------------------------------------ outcomes
 
     def recorded(self, domain: str, entry: RecentEntry, stat: DomainStat, request: Request | None) -> None:
         """An outcome was recorded: its stat, and ``outcome_recorded`` when someone listens."""
-        self.stats.inc_value(_OUTCOME_KEYS[entry.outcome])
+        self._add(_OUTCOME_KEYS[entry.outcome])
         if self._listened(signals.outcome_recorded):
             self.crawler.signals.send_catch_log(
                 signals.outcome_recorded,
@@ -83,7 +104,7 @@ class Telemetry:
 
     def changed(self, domain: str, transition: Transition, stat: DomainStat, request: Request | None) -> None:
         """A state changed: its stat, an INFO line and ``state_changed``."""
-        self.stats.inc_value(f"domainstate/transition/{transition.old}/{transition.new}")
+        self._add(f"domainstate/transition/{transition.old}/{transition.new}")
         logger.info(
             "Domain %s: %s -> %s (%s)",
             domain,
@@ -97,14 +118,26 @@ class Telemetry:
         )
 
     def _listened(self, signal: object) -> bool:
-        # getAllReceivers is a generator: ask for a first receiver.
-        return next(iter(getAllReceivers(self.crawler.signals.sender, signal)), None) is not None
+        """Whether a receiver is connected for ``signal`` (what ``send_catch_log`` would call).
+
+        Reads pydispatch's connection table (``connections[id(sender)][signal]``, the
+        table ``getAllReceivers`` walks) in a few dictionary lookups instead of running
+        that generator for every outcome. Dead weak references are removed from the
+        table by pydispatch itself when their receiver goes.
+        """
+        connections = dispatcher.connections
+        any_signal = dispatcher.Any
+        for sender in (self._sender_id, self._any_id):
+            table = connections.get(sender)
+            if table and (table.get(signal) or table.get(any_signal)):
+                return True
+        return False
 
     # ------------------------------------------------------------ the store and the fleet
 
     def store_failed(self, what: str) -> None:
-        self.stats.inc_value("domainstate/store_error")
-        self.stats.inc_value(f"domainstate/store_error/{what}")
+        self._add("domainstate/store_error")
+        self._add(f"domainstate/store_error/{what}")
         if not self._warned_store:
             self._warned_store = True
             logger.warning(
@@ -136,7 +169,7 @@ class Telemetry:
                 self.stats.set_value(f"domainstate/remote/{name}", value)
 
     def adopted(self, domain: str, state: object, verdict: Any) -> None:
-        self.stats.inc_value(f"domainstate/remote/adopted/{state}")
+        self._add(f"domainstate/remote/adopted/{state}")
         logger.info(
             "Domain %s: adopted %s from the shared-state service (consensus %.2f of %d reporters)",
             domain,

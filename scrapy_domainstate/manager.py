@@ -20,6 +20,7 @@ wires the lifecycle once (open at ``spider_opened``, flush on a timer, flush and
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -27,7 +28,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import task
 
 from . import _evidence as evidence
@@ -50,6 +50,7 @@ from .store import DomainStore, create_store
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
+    from scrapy.statscollectors import StatsCollector
     from twisted.internet.defer import Deferred
 
 __all__ = ["META_FORCE", "META_OUT", "META_OUTCOME", "META_PROBE", "DomainStateManager"]
@@ -67,13 +68,13 @@ _PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING)
 _UNDECIDED = ("skip", None)
 _REPORTED = (State.DEAD, State.ANTIBOT_HARD)
 _FTB = Decision.FETCH_THEN_BROWSER.value
+_DEAD_STATUSES = (404, 410)
 
 
 class DomainStateManager:
     def __init__(self, crawler: Crawler, config: Config) -> None:
         self.crawler = crawler
         self.config = config
-        self.stats = crawler.stats
         self.policy = Policy(config)
         self.classifier = Classifier(config)
         self.store: DomainStore = create_store(config, self.policy)
@@ -89,6 +90,7 @@ class DomainStateManager:
         self._open_failed: str | None = None
         self.remote: Any = None
         self._timer: task.LoopingCall | None = None
+        self._froze = False
         self._cert_verdicts: dict[str, Verdict | None] = {}
         self._seen: set[str] = set()
         #: domains this crawler asked the remote service about (first sight without a probe)
@@ -125,9 +127,21 @@ class DomainStateManager:
             crawler.signals.connect(manager.spider_closed, signal=scrapy_signals.spider_closed)
         return manager
 
+    @property
+    def stats(self) -> StatsCollector:
+        """The crawler's stats, with the counts this plugin keeps locally added first."""
+        self.telemetry.publish()
+        return self.crawler.stats
+
     def spider_opened(self, spider: Any = None) -> None:
         self.open()
         wake_shell_engine(self.crawler)  # scrapy shell: its first fetch() can open the spider too early
+        # Start-up is over: what exists now (Scrapy, Twisted, the settings, the suffix
+        # list, ...) lives as long as the crawl. Frozen, the garbage collector no longer
+        # walks it on every full collection of the crawl (O(1); undone at close, so
+        # nothing frozen outlives the crawl uncollected).
+        gc.freeze()
+        self._froze = True
         interval = self.config.flush_interval
         if interval > 0 and self._timer is None:
             self._timer = task.LoopingCall(self.flush)
@@ -191,7 +205,11 @@ class DomainStateManager:
             self.store.close()
         except Exception:
             self.telemetry.store_failed("close")
+        self.telemetry.publish()
         self.opened = False
+        if self._froze:
+            self._froze = False
+            gc.unfreeze()
         if self.remote is None:
             return None
         remote, self.remote = self.remote, None
@@ -205,6 +223,7 @@ class DomainStateManager:
             self.store.flush()
         except Exception:
             self.telemetry.store_failed("flush")
+        self.telemetry.publish()
 
     def _state_stats(self) -> None:
         now = self.clock()
@@ -214,12 +233,12 @@ class DomainStateManager:
             except Exception:
                 self.telemetry.store_failed("read")
                 return
-            self.stats.inc_value(f"domainstate/state_at_close/{stat.state}")
+            self.telemetry.inc(f"state_at_close/{stat.state}")
 
     # ------------------------------------------------------------ requests
 
     def key(self, url: str) -> str:
-        return domain_key(host_of(url), self.config.per_hostname)
+        return domain_key(url, self.config.per_hostname)
 
     def is_browser(self, request: Request) -> bool:
         """The request carries the browser meta and a browser handler answers it."""
@@ -233,7 +252,8 @@ class DomainStateManager:
             return Decision.FETCH, State.UNKNOWN, None
 
     def _mark(self, request: Request, domain: str, state: State, expires: float | None, method: str) -> None:
-        request.meta[META_OUT] = {"domain": domain, "state": state.value, "expires_at": expires, "method": method}
+        # ``_value_``, not ``.value``: the Enum property costs a Python call per read.
+        request.meta[META_OUT] = {"domain": domain, "state": state._value_, "expires_at": expires, "method": method}
 
     def _request_facts(
         self, request: Request, domain: str, scheme: str = "http", robots: bool = False
@@ -260,7 +280,8 @@ class DomainStateManager:
             meta.pop(key, None)
         robots = request.url.endswith("/robots.txt") and bool(meta.get("dont_obey_robotstxt"))
         domain = self.key(request.url)
-        facts = self._request_facts(request, domain, urlparse_cached(request).scheme, robots)
+        # Scrapy stores URLs with a lowercase scheme (``safe_url_string``).
+        facts = self._request_facts(request, domain, request.url.partition(":")[0], robots)
         admitted = routing.admit(facts)
         if admitted is not None and admitted.action is routing.Action.PASS:
             if robots and domain:
@@ -282,7 +303,8 @@ class DomainStateManager:
             and state is State.UNKNOWN
             and (domain not in self._asked or self.probes.busy(domain))
         )
-        route = routing.route(facts, decision, can_wait=self._engine_running(), ask_remote=ask)
+        can_wait = (ask or decision is Decision.PROBE) and self._engine_running()
+        route = routing.route(facts, decision, can_wait=can_wait, ask_remote=ask)
         if route.action is routing.Action.WAIT:
             return self._probe_then_route(request, domain, probe=route.probe)
         self._go(request, domain, route, state, expires)
@@ -324,7 +346,7 @@ class DomainStateManager:
         if route.to_browser:
             request.meta.update(self.browser.meta_for(request.meta))
         if route.decision is not None:
-            request.meta[META_DECISION] = route.decision.value
+            request.meta[META_DECISION] = route.decision._value_
         self._mark(request, domain, state, expires, route.method)
         if route.decision is not None:
             self.telemetry.debug("%s %s: %s is %s", route.decision, request.url, domain, state)
@@ -375,7 +397,10 @@ class DomainStateManager:
         except Exception:
             self.telemetry.store_failed("write")
             return None
-        self.telemetry.recorded(domain, entry, stat, request)
+        telemetry = self.telemetry
+        telemetry.recorded(domain, entry, stat, request)
+        if not self.store.pending:  # the store just flushed a batch: the stats follow it
+            telemetry.publish()
         if transition is not None:
             self.telemetry.changed(domain, transition, stat, request)
             if self.remote is not None and transition.new in _REPORTED:
@@ -393,7 +418,8 @@ class DomainStateManager:
         return evidence.Facts(
             method=Method.TAB if rendered else Method.FETCH,
             status=None if response is None else response.status,
-            is_root=response is not None and is_site_root(response.url),
+            # Only a 404/410 asks whether the URL is the site root (dead site or dead URL).
+            is_root=response is not None and response.status in _DEAD_STATUSES and is_site_root(response.url),
             cached=cached,
             reissued=meta.get(META_REISSUE) == request.url,
             fallback=meta.get(META_DECISION) == _FTB,
