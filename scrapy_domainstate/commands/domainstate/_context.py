@@ -1,0 +1,37 @@
+"""What a subcommand handler gets: the settings, its store opened as the subcommand table declares, the key of a target."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from scrapy.settings import BaseSettings
+
+from ...config import Config
+from ...keys import domain_key
+from ...store import DomainStore
+from ._output import Failure
+from ._store import Access, opened_store
+
+
+@dataclass
+class Context:
+    settings: BaseSettings
+    #: how this subcommand uses the store (from the subcommand table)
+    access: Access
+
+    def config(self) -> Config:
+        return Config.from_settings(self.settings)
+
+    @contextlib.contextmanager
+    def store(self) -> Iterator[DomainStore]:
+        """The configured store, opened as :attr:`access` says, closed at the end of the block."""
+        with opened_store(self.settings, self.access) as store:
+            yield store
+
+    def key(self, target: str) -> str:
+        key = domain_key(target, per_hostname=self.config().per_hostname)
+        if not key:
+            raise Failure(2, f"{target!r} has no usable host name")
+        return key
