@@ -10,6 +10,7 @@ from .policy import Decision, Policy, Transition
 from .record import DomainStat, Method, Outcome, RecentEntry, State
 
 if TYPE_CHECKING:  # imported on first use at run time (see __getattr__); seen by type checkers
+    from ._api import StoreHandle, UrlDecision, open_store
     from .addon import Addon
     from .extension import DomainStateExtension
     from .middleware import DomainStateMiddleware
@@ -31,8 +32,11 @@ __all__ = [
     "Policy",
     "RecentEntry",
     "State",
+    "StoreHandle",
     "Transition",
+    "UrlDecision",
     "__version__",
+    "open_store",
 ]
 
 #: Public name -> the module that defines it, imported on first access. The Scrapy
@@ -43,6 +47,9 @@ _LAZY = {
     "DomainStateExtension": ".extension",
     "DomainStateMiddleware": ".middleware",
     "DomainStateSpiderMiddleware": ".spidermw",
+    "StoreHandle": "._api",
+    "UrlDecision": "._api",
+    "open_store": "._api",
 }
 
 
