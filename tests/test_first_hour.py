@@ -106,9 +106,8 @@ def test_open_store_relative_path_and_bad_input(tmp_path: Path, monkeypatch: pyt
         assert store.get("https://example.com/a").state is State.DEAD  # type: ignore[union-attr]
     with pytest.raises(TypeError, match="takes an LMDB path"):
         open_store(42)
-    with pytest.raises(ValueError, match="no usable host"):
-        with open_store(".scrapy/domainstate") as store:
-            store.get("")
+    with pytest.raises(ValueError, match="no usable host"), open_store(".scrapy/domainstate") as store:
+        store.get("")
     with pytest.raises(ValueError, match="empty"):
         open_store("")
 
