@@ -3,17 +3,26 @@
 :func:`summarize` reads every record once (constant memory apart from the per-day
 counters and a top-N heap) into a :class:`Summary`, which the ``stats`` command
 also prints; :func:`render_html` turns it into a self-contained page: inline CSS,
-inline SVG charts drawn here, no JavaScript, no fonts, images or styles fetched
-from anywhere (a ``Content-Security-Policy`` meta forbids it too).
+inline SVG charts drawn here, one small inline script (the search and state filter
+of the domain table; the page reads fine without it), no fonts, images, scripts or
+styles fetched from anywhere (a ``Content-Security-Policy`` meta forbids it too, and
+allows only that script, by its hash).
 
 What the page shows, and from what (a record keeps no full history):
 
 * **State distribution**: each domain's state as a crawl would see it now (an
   expired state counts as the state it expires to).
-* **Domains entering each state, per day**: from each record's
-  ``state_changed_at`` — so only the *latest* transition of every domain is seen.
+* **Domains entering each state, per day** (per hour when everything happened in
+  the last two days): from each record's ``state_changed_at`` — so only the
+  *latest* transition of every domain is seen.
 * **Outcomes per day**: from the ``recent`` entries (the last 20 observations of
   each domain), by outcome.
+* **What it saved, crawl by crawl**: the summaries crawls append to the store's crawl
+  log at close (:mod:`scrapy_domainstate.crawllog`).
+* **Domains per state, and why**: every domain's reason for its state, from the latest
+  observation that explains it (``refused``, ``http:404``, the anti-bot vendor, ...).
+* **All domains**: a table to search and filter by state (the most recently seen
+  :data:`TABLE_ROWS` domains).
 * **Domains that changed most**: the most *outcome switches* in ``recent`` (two
   consecutive entries with different outcomes); ties go to more distinct outcomes,
   then the most recently seen domain.
@@ -23,24 +32,34 @@ Every string that comes from the web (domains, error classes) is HTML-escaped.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import heapq
 import html
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from .crawllog import CrawlSummary
 from .policy import Policy
-from .record import DomainStat, Outcome, State
+from .record import DomainStat, Outcome, RecentEntry, State
 
-__all__ = ["Changed", "Summary", "render_html", "summarize", "write_report"]
+__all__ = ["Changed", "DomainRow", "Summary", "render_html", "state_reason", "summarize", "write_report"]
 
 DAY = 86400.0
+HOUR = 3600.0
 #: Days shown by the per-day charts (the most recent ones).
 WINDOW_DAYS = 60
+#: When everything charted happened within this many hours, the charts have one bar per hour.
+HOURLY_WINDOW = 48
+#: Rows of the searchable domain table (the most recently seen domains).
+TABLE_ROWS = 5000
+#: Example domains shown per reason in the per-state lists.
+EXAMPLES = 8
 
 STATE_COLORS = {
     State.UNKNOWN: "#9e9e9e",
@@ -67,6 +86,65 @@ OUTCOME_COLORS = {
     Outcome.DEAD: "#455a64",
     Outcome.NO_VERDICT: "#bdbdbd",
 }
+
+
+def _antibot_reason(entry: RecentEntry) -> str:
+    evidence = entry.error_class or ""
+    parts = evidence.split(":")
+    if len(parts) >= 2 and parts[1]:
+        kind = "block" if parts[0] == "block" else parts[0] or "challenge"
+        detail = f" {parts[2]}" if kind == "block" and len(parts) > 2 and parts[2].isdigit() else ""
+        return f"{parts[1]} {kind}{detail}"
+    if entry.status == 429:
+        return "rate limit (429)"
+    return evidence or (f"http:{entry.status}" if entry.status else "antibot")
+
+
+def state_reason(stat: DomainStat, current: DomainStat) -> str:
+    """Why ``current`` (``stat`` with expiry applied) is in its state, in a few words.
+
+    From the latest observation that explains the state: ``refused``, ``dns``,
+    ``http:404``, ``tls:expired`` for dead; the vendor and kind (``cloudflare
+    challenge``, ``cloudflare block 1020``, ``rate limit (429)``) for anti-bot;
+    how many pages were empty for cold; the share of useful fetches for friendly.
+    """
+    state = current.state
+    if state is not stat.state:
+        return f"{stat.state} expired"
+    recent = stat.recent
+    if state is State.DEAD:
+        entry = next((e for e in reversed(recent) if e.outcome is Outcome.DEAD), None)
+        return (entry.error_class or f"http:{entry.status}") if entry else "set by hand"
+    if state in (State.ANTIBOT_SOFT, State.ANTIBOT_HARD):
+        entry = next((e for e in reversed(recent) if e.outcome is Outcome.ANTIBOT), None)
+        return _antibot_reason(entry) if entry else "set by hand"
+    if state is State.COLD:
+        empty = sum(1 for e in recent if e.outcome is Outcome.OK_EMPTY)
+        return f"{empty} empty pages, none useful" if empty else "set by hand"
+    if state is State.FRIENDLY:
+        fetches = [e for e in recent if e.method == "fetch"]
+        useful = sum(1 for e in fetches if e.outcome is Outcome.OK_CONTACT)
+        return f"{useful} of {len(fetches)} fetches useful" if fetches else "set by hand"
+    if not recent:
+        return "probed, no verdict yet" if stat.probed_at else "not observed yet"
+    last = recent[-1]
+    detail = last.error_class or (f"http:{last.status}" if last.status and last.status >= 400 else "")
+    return f"last: {last.outcome}{' ' + detail if detail else ''}"
+
+
+@dataclass(frozen=True, order=True)
+class DomainRow:
+    """One row of the domain table (ordered by ``last_seen``)."""
+
+    last_seen: float
+    domain: str
+    state: State = field(compare=False)
+    reason: str = field(compare=False)
+    since: float = field(compare=False)
+    expires: float | None = field(compare=False)
+    fetches: int = field(compare=False)
+    useful: int = field(compare=False)
+    renders: int = field(compare=False)
 
 
 @dataclass(frozen=True, order=True)
@@ -100,7 +178,15 @@ class Summary:
     entered: Counter[tuple[int, State]] = field(default_factory=Counter)
     #: (UTC day number, outcome) -> observations in ``recent`` that day.
     outcomes: Counter[tuple[int, Outcome]] = field(default_factory=Counter)
+    #: The same per hour (UTC hour number), for the last :data:`HOURLY_WINDOW` hours.
+    entered_hours: Counter[tuple[int, State]] = field(default_factory=Counter)
+    outcomes_hours: Counter[tuple[int, Outcome]] = field(default_factory=Counter)
+    #: (state, reason) -> domains; and a few example domains of each.
+    reasons: Counter[tuple[State, str]] = field(default_factory=Counter)
+    examples: dict[tuple[State, str], list[str]] = field(default_factory=dict)
+    table_rows: int = TABLE_ROWS
     _top: list[Changed] = field(default_factory=list)
+    _rows: list[DomainRow] = field(default_factory=list)
 
     def add(self, stat: DomainStat, policy: Policy) -> None:
         now = self.now
@@ -109,6 +195,28 @@ class Summary:
             self.expired += 1
         current = policy.current(stat, stat.domain, now)
         self.states[current.state] += 1
+        reason = state_reason(stat, current)
+        self.reasons[current.state, reason] += 1
+        examples = self.examples.setdefault((current.state, reason), [])
+        if len(examples) < EXAMPLES:
+            examples.append(stat.domain)
+        if self.table_rows > 0:
+            row = DomainRow(
+                stat.last_seen,
+                stat.domain,
+                current.state,
+                reason,
+                current.state_changed_at,
+                current.state_expires_at,
+                stat.fetch_total,
+                stat.fetch_ok,
+                stat.tab_total,
+            )
+            if len(self._rows) < self.table_rows:
+                heapq.heappush(self._rows, row)
+            elif row > self._rows[0]:
+                heapq.heapreplace(self._rows, row)
+        first_hour = _hour(now) - HOURLY_WINDOW + 1
         expires = current.state_expires_at
         if expires is not None:
             if expires - now <= DAY:
@@ -122,9 +230,15 @@ class Summary:
             if age <= 7 * DAY:
                 self.changed_7d += 1
             self.entered[_day(current.state_changed_at), current.state] += 1
+            hour = _hour(current.state_changed_at)
+            if hour >= first_hour:
+                self.entered_hours[hour, current.state] += 1
         recent = stat.recent
         for entry in recent:
             self.outcomes[_day(entry.at), entry.outcome] += 1
+            hour = _hour(entry.at)
+            if hour >= first_hour:
+                self.outcomes_hours[hour, entry.outcome] += 1
         if len(recent) > 1 and self.top_n > 0:
             switches = sum(1 for a, b in itertools.pairwise(recent) if a.outcome is not b.outcome)
             if switches:
@@ -146,6 +260,11 @@ class Summary:
     def changed_most(self) -> list[Changed]:
         return sorted(self._top, reverse=True)
 
+    @property
+    def rows(self) -> list[DomainRow]:
+        """The domain table: the most recently seen first."""
+        return sorted(self._rows, reverse=True)
+
     def share(self, state: State) -> float:
         return self.states[state] / self.total if self.total else 0.0
 
@@ -156,10 +275,11 @@ def summarize(
     now: float,
     *,
     top: int = 25,
+    rows: int = TABLE_ROWS,
     tick: Callable[[int], None] | None = None,
 ) -> Summary:
     """Read every record once; ``tick(n)`` is called after each (progress display)."""
-    summary = Summary(now=now, top_n=top)
+    summary = Summary(now=now, top_n=top, table_rows=rows)
     for n, stat in enumerate(records, 1):
         summary.add(stat, policy)
         if tick is not None:
@@ -172,6 +292,10 @@ def summarize(
 
 def _day(ts: float) -> int:
     return math.floor(ts / DAY)
+
+
+def _hour(ts: float) -> int:
+    return math.floor(ts / HOUR)
 
 
 def _date(day: int) -> str:
@@ -243,29 +367,74 @@ def _window(days: Iterable[int], today: int) -> tuple[int, int]:
     return first, today
 
 
+@dataclass(frozen=True)
+class _Bins:
+    """The x axis of a per-day or per-hour chart: bin numbers ``first..last`` of ``unit`` seconds."""
+
+    counts: Counter[tuple[int, Any]]
+    first: int
+    last: int
+    unit: float
+
+    @property
+    def hourly(self) -> bool:
+        return self.unit == HOUR
+
+    def label(self, n: int) -> str:
+        """Tooltip label of a bin."""
+        if self.hourly:
+            return datetime.fromtimestamp(n * HOUR, tz=timezone.utc).strftime("%Y-%m-%d %H:00")
+        return _date(n)
+
+    def tick(self, n: int) -> str:
+        """Axis label of a bin."""
+        if self.hourly:
+            return datetime.fromtimestamp(n * HOUR, tz=timezone.utc).strftime("%H:00")
+        return _date(n)[5:]
+
+    def caption(self) -> str:
+        if self.hourly:
+            return f"hour (UTC), {self.label(self.first)} to {self.label(self.last)}"
+        return f"day (UTC), {_date(self.first)} to {_date(self.last)}"
+
+
+def _bins(per_day: Counter[tuple[int, Any]], per_hour: Counter[tuple[int, Any]], now: float) -> _Bins:
+    """Per hour when everything in ``per_day`` happened in the last :data:`HOURLY_WINDOW` hours.
+
+    (A crawl or two run today would otherwise draw one single bar.)
+    """
+    today, this_hour = _day(now), _hour(now)
+    in_window = sum(per_hour.values())
+    if in_window and in_window == sum(per_day.values()):
+        first_hour = min(h for h, _ in per_hour)
+        return _Bins(per_hour, first_hour, this_hour, HOUR)
+    first, last = _window((d for d, _ in per_day), today)
+    return _Bins(per_day, first, last, DAY)
+
+
 def _stacked_svg(
     chart_id: str,
     title: str,
-    counts: Counter[tuple[int, Any]],
+    bins: _Bins,
     series: Iterable[State] | Iterable[Outcome],
     colors: Mapping[Any, str],
-    first: int,
-    last: int,
 ) -> str:
     series = list(series)
+    counts, first, last = bins.counts, bins.first, bins.last
     width, height = 760, 270
     left, right, top, bottom = 56, 12, 12, 46
     plot_w, plot_h = width - left - right, height - top - bottom
-    n_days = last - first + 1
+    n_bins = last - first + 1
     totals = [sum(counts[d, s] for s in series) for d in range(first, last + 1)]
     peak = max(totals, default=0)
     step = _nice_step(peak)
     y_max = step * max(1, math.ceil(peak / step))
-    slot = plot_w / n_days
-    bar_w = max(1.0, slot * 0.78)
+    slot = plot_w / n_bins
+    # A lone bar is not a chart: never wider than a tenth of the plot.
+    bar_w = max(1.0, min(slot * 0.78, plot_w / 10))
     parts = [
         f'<svg class="chart" id="{chart_id}" role="img" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}">',
+        f'width="{width}" height="{height}" data-bins="{n_bins}" data-unit="{"hour" if bins.hourly else "day"}">',
         f"<title>{_e(title)}</title>",
     ]
     tick = 0.0
@@ -276,29 +445,29 @@ def _stacked_svg(
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(tick)}</text>'
         )
         tick += step
-    label_every = max(1, math.ceil(n_days / 10))
-    for i, day in enumerate(range(first, last + 1)):
+    label_every = max(1, math.ceil(n_bins / (8 if bins.hourly else 10)))
+    for i, n_bin in enumerate(range(first, last + 1)):
         x = left + i * slot + (slot - bar_w) / 2
         y = top + plot_h
         for s in series:
-            n = counts[day, s]
+            n = counts[n_bin, s]
             if not n:
                 continue
             h = plot_h * n / y_max
             y -= h
             parts.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" fill="{colors[s]}">'
-                f"<title>{_date(day)} {_e(s)}: {n:,}</title></rect>"
+                f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" fill="{colors[s]}">'
+                f"<title>{bins.label(n_bin)} {_e(s)}: {n:,}</title></rect>"
             )
-        if (last - day) % label_every == 0:
+        if (last - n_bin) % label_every == 0:
             cx = left + i * slot + slot / 2
             parts.append(
-                f'<text x="{cx:.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="tick">{_date(day)[5:]}</text>'
+                f'<text x="{cx:.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="tick">{bins.tick(n_bin)}</text>'
             )
     parts.append(
         f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" class="axis"/>'
         f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" class="tick">'
-        f"day (UTC), {_date(first)} to {_date(last)}</text>"
+        f"{_e(bins.caption())}</text>"
     )
     if not peak:
         parts.append(
@@ -309,16 +478,10 @@ def _stacked_svg(
     return "".join(parts)
 
 
-def _legend(
-    counts: Counter[tuple[int, Any]],
-    series: Iterable[State] | Iterable[Outcome],
-    colors: Mapping[Any, str],
-    first: int,
-    last: int,
-) -> str:
+def _legend(bins: _Bins, series: Iterable[State] | Iterable[Outcome], colors: Mapping[Any, str]) -> str:
     items = []
     for s in series:
-        n = sum(v for (d, k), v in counts.items() if k == s and first <= d <= last)
+        n = sum(v for (d, k), v in bins.counts.items() if k == s and bins.first <= d <= bins.last)
         items.append(f'<li><span class="sw" style="background:{colors[s]}"></span>{_e(s)} <b>{n:,}</b></li>')
     return f'<ul class="legend">{"".join(items)}</ul>'
 
@@ -343,7 +506,16 @@ min-width:120px}
 table{border-collapse:collapse;width:100%;margin:8px 0;font-size:14px}
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:middle}
 th{background:var(--card);font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-td.when{white-space:nowrap}td.domain{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;word-break:break-all}
+td.when{white-space:nowrap}
+td.domain,.examples{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;word-break:normal;overflow-wrap:normal;
+hyphens:none}
+td.domain{min-width:14em}.examples{font-size:13px;color:var(--muted)}
+.filters{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin:8px 0}
+.filters input,.filters select{font:inherit;padding:4px 8px;border:1px solid var(--line);border-radius:6px}
+.filters input{min-width:260px}
+details.state{margin:6px 0;border:1px solid var(--line);border-radius:8px;padding:4px 12px}
+details.state summary{cursor:pointer;padding:4px 0}
+.saved b{color:#1a7f37}
 .badge{display:inline-block;white-space:nowrap;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;font-weight:600}
 .badge.light{color:#1f2328}
 .sw{display:inline-block;width:12px;height:12px;border-radius:3px;margin-right:6px;vertical-align:-1px}
@@ -393,7 +565,7 @@ def _changed_table(summary: Summary) -> str:
             for at, method, outcome, status, error in row.recent
         )
         out.append(
-            f'<tr><td class="num">{rank}</td><td class="domain">{_e(row.domain)}</td><td>{_badge(row.state)}</td>'
+            f'<tr><td class="num">{rank}</td><td class="domain">{_domain(row.domain)}</td><td>{_badge(row.state)}</td>'
             f'<td class="num">{row.switches}</td><td class="num">{row.distinct}</td><td>{dots}</td>'
             f'<td class="when">{_e(_when(row.last_seen))}</td></tr>'
         )
@@ -405,15 +577,149 @@ def _changed_table(summary: Summary) -> str:
     )
 
 
-def render_html(summary: Summary, *, source: str = "", title: str = "Domain state report") -> str:
-    """The whole page as a string (UTF-8, no external resource)."""
-    today = _day(summary.now)
-    e_first, e_last = _window((d for d, _ in summary.entered), today)
-    o_first, o_last = _window((d for d, _ in summary.outcomes), today)
-    earlier = sum(v for (d, _), v in summary.entered.items() if d < e_first)
-    earlier_note = (
-        f" {earlier:,} domains entered their state before {_date(e_first)} and are not drawn." if earlier else ""
+def _domain(name: str) -> str:
+    """A domain name that wraps only after its dots, never inside a label."""
+    return ".<wbr>".join(_e(label) for label in name.split("."))
+
+
+def _counts_text(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{_e(k)} {v:,}" for k, v in counts.items()) or "none"
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def _saved_section(crawls: Sequence[CrawlSummary]) -> str:
+    if not crawls:
+        return (
+            '<p class="note" id="no-crawls">No crawl summary in this store yet: every crawl with the plugin adds one '
+            "when it closes.</p>"
+        )
+    rows = []
+    for c in reversed(crawls):  # newest first
+        rows.append(
+            f'<tr class="crawl"><td class="when">{_e(_when(c.finished))}</td><td>{_e(c.spider)}</td>'
+            f'<td class="when">{_e(_duration(c.finished - c.started))}</td>'
+            f'<td class="num sent">{c.requests_sent:,}</td><td class="num">{c.probes:,}</td>'
+            f'<td class="num">{c.renders:,}</td><td class="num skipped">{c.requests_skipped:,}</td>'
+            f"<td>{_counts_text(c.skipped)}</td>"
+            f'<td class="num saved-requests">{c.requests_saved:,}</td>'
+            f'<td class="num saved-renders">{c.renders_saved:,}</td>'
+            f'<td class="num">{sum(c.transitions.values()):,}</td><td>{_e(c.finish_reason)}</td></tr>'
+        )
+    total_saved = sum(c.requests_saved for c in crawls)
+    total_fallback = sum(c.fallback_requests for c in crawls)
+    share = (
+        f" ({_pct(total_saved, total_fallback)} of what fetch-with-fallback would have sent)" if total_fallback else ""
     )
+    return (
+        f'<p class="saved">Over these {len(crawls):,} crawls the plugin saved at least <b>{total_saved:,} '
+        f"requests</b>{_e(share)} and <b>{sum(c.renders_saved for c in crawls):,} browser renders</b>.</p>"
+        '<table id="crawls-table"><thead><tr><th>Finished</th><th>Spider</th><th>Took</th>'
+        '<th class="num">Sent</th><th class="num">Probes</th><th class="num">Renders</th>'
+        '<th class="num">Skipped</th><th>Skipped, by reason</th><th class="num">Requests saved</th>'
+        '<th class="num">Renders saved</th><th class="num">State changes</th><th>Finish reason</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _reasons_section(summary: Summary) -> str:
+    out = []
+    for state in State:
+        n = summary.states[state]
+        reasons = sorted(
+            ((reason, k) for (s, reason), k in summary.reasons.items() if s is state), key=lambda rk: (-rk[1], rk[0])
+        )
+        if not reasons:
+            out.append(
+                f'<details class="state" data-state="{_e(state)}"><summary>{_badge(state)} 0 domains</summary>'
+                "</details>"
+            )
+            continue
+        rows = "".join(
+            f'<tr><td class="reason">{_e(reason)}</td><td class="num">{k:,}</td><td class="examples">'
+            f"{', '.join(_domain(d) for d in summary.examples.get((state, reason), []))}"
+            f"{' …' if k > len(summary.examples.get((state, reason), [])) else ''}</td></tr>"
+            for reason, k in reasons
+        )
+        out.append(
+            f'<details class="state" data-state="{_e(state)}" open><summary>{_badge(state)} {n:,} domains · '
+            f"{_e(STATE_DECISIONS[state])}</summary>"
+            '<table class="reasons"><thead><tr><th>Reason</th><th class="num">Domains</th><th>Examples</th></tr>'
+            f"</thead><tbody>{rows}</tbody></table></details>"
+        )
+    return "".join(out)
+
+
+def _domains_section(summary: Summary) -> str:
+    rows = summary.rows
+    if not rows:
+        return '<p class="note">No domain in this store yet.</p>'
+    body = "".join(
+        f'<tr data-state="{_e(r.state)}" data-search="{_e((r.domain + " " + r.reason).lower())}">'
+        f'<td class="domain">{_domain(r.domain)}</td><td>{_badge(r.state)}</td><td>{_e(r.reason)}</td>'
+        f'<td class="when">{_e(_when(r.since))}</td>'
+        f'<td class="when">{_e("no TTL" if r.expires is None else _when(r.expires))}</td>'
+        f'<td class="num">{r.fetches:,}</td><td class="num">{r.useful:,}</td><td class="num">{r.renders:,}</td>'
+        f'<td class="when">{_e(_when(r.last_seen))}</td></tr>'
+        for r in rows
+    )
+    options = "".join(f'<option value="{_e(s)}">{_e(s)} ({summary.states[s]:,})</option>' for s in State)
+    more = (
+        f" The {len(rows):,} most recently seen of {summary.total:,} domains are listed; "
+        "<code>scrapy domainstate export</code> has them all."
+        if len(rows) < summary.total
+        else ""
+    )
+    return (
+        '<div class="filters"><label>Search <input id="domain-search" type="search" '
+        'placeholder="domain or reason" autocomplete="off"></label>'
+        f'<label>State <select id="state-filter"><option value="">all states</option>{options}</select></label>'
+        f'<span class="note">showing <b id="shown">{len(rows):,}</b> of {len(rows):,}.{more}</span></div>'
+        '<table id="domains-table"><thead><tr><th>Domain</th><th>State</th><th>Reason</th><th>Since</th>'
+        '<th>Expires</th><th class="num">Fetches</th><th class="num">Useful</th><th class="num">Renders</th>'
+        f"<th>Last seen</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+#: The domain table's search and state filter. ``#state=cold&q=shop`` in the page URL presets them.
+_SCRIPT = """(function(){
+var q=document.getElementById("domain-search"),s=document.getElementById("state-filter"),
+n=document.getElementById("shown");if(!q||!s)return;
+var rows=document.querySelectorAll("#domains-table tbody tr");
+function apply(){var t=q.value.trim().toLowerCase(),st=s.value,k=0;
+for(var i=0;i<rows.length;i++){var r=rows[i],ok=(!st||r.getAttribute("data-state")===st)&&
+(!t||r.getAttribute("data-search").indexOf(t)>=0);r.hidden=!ok;if(ok)k++;}
+n.textContent=k.toLocaleString("en");}
+var h=new URLSearchParams(location.hash.slice(1));if(h.has("q"))q.value=h.get("q");
+if(h.has("state"))s.value=h.get("state");
+q.addEventListener("input",apply);s.addEventListener("change",apply);apply();})();"""
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+
+
+def render_html(
+    summary: Summary,
+    *,
+    source: str = "",
+    title: str = "Domain state report",
+    crawls: Sequence[CrawlSummary] = (),
+) -> str:
+    """The whole page as a string (UTF-8, no external resource)."""
+    entered = _bins(summary.entered, summary.entered_hours, summary.now)
+    outcomes = _bins(summary.outcomes, summary.outcomes_hours, summary.now)
+    earlier = 0
+    if not entered.hourly:
+        earlier = sum(v for (d, _), v in summary.entered.items() if d < entered.first)
+    earlier_note = (
+        f" {earlier:,} domains entered their state before {_date(entered.first)} and are not drawn." if earlier else ""
+    )
+    per = "hour" if entered.hourly else "day"
     cards = [
         (f"{summary.total:,}", "domains"),
         (f"{summary.changed_24h:,}", "state changes, last 24 h"),
@@ -424,14 +730,13 @@ def render_html(summary: Summary, *, source: str = "", title: str = "Domain stat
     ]
     card_html = "".join(f'<div class="card"><b>{v}</b><span>{_e(k)}</span></div>' for v, k in cards)
     source_html = f"Store <code>{_e(source)}</code> · " if source else ""
-    legend_states = _legend(summary.entered, State, STATE_COLORS, e_first, e_last)
     outcome_series = [o for o in Outcome if o is not Outcome.NO_VERDICT]
-    legend_outcomes = _legend(summary.outcomes, outcome_series, OUTCOME_COLORS, o_first, o_last)
+    csp = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{_SCRIPT_HASH}'"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="scrapy-domainstate">
 <title>{_e(title)}</title>
@@ -443,6 +748,16 @@ def render_html(summary: Summary, *, source: str = "", title: str = "Domain stat
 <p class="meta">{source_html}generated {_e(_when(summary.now))}</p>
 <div class="cards">{card_html}</div>
 
+<section id="saved">
+<h2>What it saved, crawl by crawl</h2>
+<p class="note">Counted against plain <em>fetch with a browser fallback</em> (a GET for every request, a browser
+render after every GET that fails or is blocked): a request skipped for a <code>dead</code> or
+<code>antibot-hard</code> domain or a dead URL saves a GET and a render, one skipped for a <code>cold</code>
+domain saves a GET, one sent straight to the browser saves its GET, and every HEAD probe counts against.
+Lower bounds: failed fetches of friendly domains, never re-issued in the browser, are not counted.</p>
+{_saved_section(crawls)}
+</section>
+
 <section id="distribution">
 <h2>State distribution</h2>
 <p class="note">Each domain's state as a crawl would see it now: a state whose TTL has run out counts as the
@@ -451,19 +766,33 @@ state it expires to, even before <code>scrapy domainstate sweep</code> drops the
 {_state_table(summary)}
 </section>
 
+<section id="reasons">
+<h2>Domains per state, and why</h2>
+<p class="note">The reason is the latest observation that explains the state: the failure of a dead domain
+(<code>refused</code>, <code>dns</code>, <code>http:404</code>, <code>tls:expired</code>), the anti-bot vendor and
+kind, the empty pages of a cold one, the useful share of a friendly one.</p>
+{_reasons_section(summary)}
+</section>
+
 <section id="transitions">
 <h2>Transitions over time</h2>
 <p class="note">A record keeps only the time of its <em>latest</em> state change, so this chart counts, per
-day (UTC), the domains whose current state began that day, by that state. Earlier transitions of the same
+{per} (UTC), the domains whose current state began then, by that state. Earlier transitions of the same
 domain are not stored and not shown.{_e(earlier_note)}</p>
-<h3>Domains entering each state, per day</h3>
-{_stacked_svg("entered-chart", "Domains entering each state per day", summary.entered, State, STATE_COLORS, e_first, e_last)}
-{legend_states}
-<h3>Outcomes per day</h3>
+<h3>Domains entering each state, per {per}</h3>
+{_stacked_svg("entered-chart", f"Domains entering each state per {per}", entered, State, STATE_COLORS)}
+{_legend(entered, State, STATE_COLORS)}
+<h3>Outcomes per {"hour" if outcomes.hourly else "day"}</h3>
 <p class="note">Every observation still in the domains' recent histories (the last entries of each domain,
-oldest dropped first), by day and outcome. Older observations have been dropped from the records.</p>
-{_stacked_svg("outcomes-chart", "Outcomes per day", summary.outcomes, outcome_series, OUTCOME_COLORS, o_first, o_last)}
-{legend_outcomes}
+oldest dropped first), by {"hour" if outcomes.hourly else "day"} and outcome. Older observations have been
+dropped from the records.</p>
+{_stacked_svg("outcomes-chart", "Outcomes per " + ("hour" if outcomes.hourly else "day"), outcomes, outcome_series, OUTCOME_COLORS)}
+{_legend(outcomes, outcome_series, OUTCOME_COLORS)}
+</section>
+
+<section id="domains">
+<h2>All domains</h2>
+{_domains_section(summary)}
 </section>
 
 <section id="changed">
@@ -477,6 +806,7 @@ one to look at). Ties go to more distinct outcomes, then to the most recently se
 
 <footer>scrapy-domainstate · this page is self-contained: it loads nothing from the network.</footer>
 </main>
+<script>{_SCRIPT}</script>
 </body>
 </html>
 """
@@ -490,9 +820,11 @@ def write_report(
     *,
     source: str = "",
     top: int = 25,
+    rows: int = TABLE_ROWS,
+    crawls: Sequence[CrawlSummary] = (),
     tick: Callable[[int], None] | None = None,
 ) -> Summary:
     """Summarise ``records`` and write the page to ``fh``; returns the summary."""
-    summary = summarize(records, policy, now, top=top, tick=tick)
-    fh.write(render_html(summary, source=source))
+    summary = summarize(records, policy, now, top=top, rows=rows, tick=tick)
+    fh.write(render_html(summary, source=source, crawls=crawls))
     return summary

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import os
 import re
@@ -70,7 +72,16 @@ def _counts_with_evil() -> dict[State, int]:
 
 def _assert_self_contained(page: str) -> None:
     lowered = page.lower()
-    assert "<script" not in lowered
+    # One inline script (the table's search and filter), allowed by its hash and nothing else.
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page, flags=re.S | re.I)
+    assert len(scripts) == 1 and lowered.count("<script") == 1
+    attrs, code = scripts[0]
+    assert attrs.strip() == ""
+    digest = base64.b64encode(hashlib.sha256(code.encode("utf-8")).digest()).decode()
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert csp is not None
+    assert f"script-src 'sha256-{digest}'" in csp.group(1) and "default-src 'none'" in csp.group(1)
+    assert "unsafe-eval" not in csp.group(1) and "'unsafe-inline'" not in csp.group(1).split("script-src")[1]
     assert not re.search(r"""(?:src|href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//""", lowered)
     assert "@import" not in lowered
     assert "url(" not in lowered
@@ -166,9 +177,30 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
         assert f">{n} ({100 * n / total:.1f}%)</text>" in rendered
     assert "Domains entering each state, per day" in rendered
     assert "Outcomes per day" in rendered
-    assert html.escape(EVIL, quote=False) in rendered  # shown as text, not run
-    assert "<script" not in rendered.lower()
+    # shown as text, not run (names may wrap after their dots: <wbr>)
+    assert html.escape(EVIL, quote=False) in rendered.replace("<wbr>", "")
+    assert rendered.lower().count("<script") == 1  # only the page's own
     assert 'id="changed-table"' in rendered
+
+    # The domain table: every domain, and its search and state filter run in the browser
+    # (preset from the URL's fragment, as a user would share a filtered view).
+    table = re.findall(r'<tr data-state="([a-z-]+)" data-search="[^"]*"( hidden="")?>', rendered)
+    assert len(table) == total and not any(hidden for _, hidden in table)
+    assert '<b id="shown">18</b>' in rendered
+    dead = subprocess.run(
+        [*flags, "--dump-dom", url + "#state=dead"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert dead.returncode == 0, dead.stderr[-2000:]
+    table = re.findall(r'<tr data-state="([a-z-]+)" data-search="[^"]*"( hidden="")?>', dead.stdout)
+    assert len(table) == total
+    assert sorted(state for state, hidden in table if not hidden) == ["dead"] * COUNTS[State.DEAD]
+    assert f'<b id="shown">{COUNTS[State.DEAD]}</b>' in dead.stdout
+    search = subprocess.run(
+        [*flags, "--dump-dom", url + "#q=site1"], capture_output=True, text=True, timeout=120, check=False
+    )
+    shown = re.findall(r'<tr data-state="[a-z-]+" data-search="([^"]*)">', search.stdout)
+    assert sorted(shown) == sorted(s for s in re.findall(r'data-search="([^"]*)"', rendered) if "site1" in s)
+    assert len(shown) == 1 + 8  # site1, site10 ... site17
 
     shot = tmp_path / "report.png"
     png = subprocess.run(
@@ -182,3 +214,168 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000  # charts and tables, not a blank page
+
+
+# ----------------------------------------------------- per-state reasons, table, crawls, charts
+
+
+def _observed(policy: Policy, domain: str, start: float, entries: list[tuple[Method, Outcome, int | None, str | None]]):
+    """A record built the way a crawl builds it: each observation through the real policy."""
+    stat = None
+    for i, (method, outcome, status, evidence) in enumerate(entries):
+        stat, _ = policy.observe(stat, domain, RecentEntry(start + i * 60, method, outcome, status, evidence))
+    assert stat is not None
+    return stat
+
+
+def _learned(now: float) -> list[DomainStat]:
+    policy = Policy(Config())
+    t = now - 3 * 3600
+    fetch, head = Method.FETCH, Method.HEAD
+    return [
+        _observed(
+            policy,
+            "refused.shop.example",
+            t,
+            [(head, Outcome.DEAD, None, "refused"), (fetch, Outcome.DEAD, None, "refused")],
+        ),
+        _observed(
+            policy, "gone.example", t, [(head, Outcome.DEAD, 404, "http:404"), (fetch, Outcome.DEAD, 404, "http:404")]
+        ),
+        _observed(
+            policy, "nxdomain.example", t, [(head, Outcome.DEAD, None, "dns"), (fetch, Outcome.DEAD, None, "dns")]
+        ),
+        _observed(policy, "walled.example", t + 3600, [(fetch, Outcome.ANTIBOT, 403, "challenge:cloudflare:title")]),
+        _observed(policy, "limited.example", t + 3600, [(fetch, Outcome.ANTIBOT, 429, None)]),
+        _observed(policy, "banned.example", t + 7200, [(fetch, Outcome.ANTIBOT, 403, "block:cloudflare:1020")]),
+        _observed(policy, "empty.example", t + 7200, [(fetch, Outcome.OK_EMPTY, 200, None)] * 5),
+        _observed(policy, "good.example", t, [(fetch, Outcome.OK_CONTACT, 200, None)] * 5),
+        _observed(policy, "new.example", t, [(fetch, Outcome.NETWORK_ERROR, None, "timeout")]),
+    ]
+
+
+def _reason_rows(page: str, state: str) -> dict[str, int]:
+    block = re.search(rf'<details class="state" data-state="{state}"[^>]*>(.*?)</details>', page, flags=re.S)
+    assert block is not None, state
+    rows = re.findall(r'<td class="reason">([^<]*)</td><td class="num">([\d,]+)</td>', block.group(1))
+    return {html.unescape(reason): int(n.replace(",", "")) for reason, n in rows}
+
+
+def test_lists_per_state_with_their_reasons() -> None:
+    now = time.time()
+    records = _learned(now)
+    summary = summarize(records, Policy(Config()), now)
+    assert {s.domain: s.state for s in records} == {
+        "refused.shop.example": State.DEAD,
+        "gone.example": State.DEAD,
+        "nxdomain.example": State.DEAD,
+        "walled.example": State.ANTIBOT_SOFT,
+        "limited.example": State.ANTIBOT_SOFT,
+        "banned.example": State.ANTIBOT_HARD,
+        "empty.example": State.COLD,
+        "good.example": State.FRIENDLY,
+        "new.example": State.UNKNOWN,
+    }
+    page = render_html(summary)
+    _assert_self_contained(page)
+    assert _reason_rows(page, "dead") == {"refused": 1, "http:404": 1, "dns": 1}
+    assert _reason_rows(page, "antibot-soft") == {"cloudflare challenge": 1, "rate limit (429)": 1}
+    assert _reason_rows(page, "antibot-hard") == {"cloudflare block 1020": 1}
+    assert _reason_rows(page, "cold") == {"5 empty pages, none useful": 1}
+    assert _reason_rows(page, "friendly") == {"5 of 5 fetches useful": 1}
+    assert _reason_rows(page, "unknown") == {"last: network-error timeout": 1}
+    # An expired state says so.
+    later = summarize(records, Policy(Config()), now + 40 * DAY)
+    assert later.reasons[State.UNKNOWN, "dead expired"] == 3
+    assert later.reasons[State.UNKNOWN, "antibot-soft expired"] == 2
+
+
+def test_domain_table_names_wrap_only_after_dots() -> None:
+    now = time.time()
+    summary = summarize(_learned(now), Policy(Config()), now, rows=4)
+    page = render_html(summary)
+    assert "break-all" not in page and "word-break:normal" in page
+    rows = re.findall(r'<tr data-state="([a-z-]+)" data-search="([^"]*)"><td class="domain">(.*?)</td>', page)
+    assert len(rows) == 4  # capped, most recently seen first
+    assert [r[2].replace(".<wbr>", ".") for r in rows] == [r.domain for r in summary.rows]
+    assert all(".<wbr>" in cell and "<wbr>" not in cell.replace(".<wbr>", "") for _, _, cell in rows)
+    assert "The 4 most recently seen of 9 domains are listed" in page
+    assert 'id="domain-search"' in page and 'id="state-filter"' in page
+
+
+def test_charts_of_one_day_have_one_bar_per_hour() -> None:
+    now = time.time()
+    page = render_html(summarize(_learned(now), Policy(Config()), now))
+    for chart in ("entered-chart", "outcomes-chart"):
+        svg = re.search(
+            rf'<svg class="chart" id="{chart}"[^>]*data-bins="(\d+)" data-unit="(\w+)"(.*?)</svg>', page, re.S
+        )
+        assert svg is not None
+        assert svg.group(2) == "hour" and int(svg.group(1)) >= 4
+        xs = {x for x in re.findall(r'<rect class="bar" x="([\d.]+)"', svg.group(3))}
+        assert len(xs) >= 3, chart  # several bars, not one
+    assert "Domains entering each state, per hour" in page
+    # Spread over many days: one bar per day.
+    week = summarize(_stats(now), Policy(Config()), now)
+    assert 'id="entered-chart"' in (page_week := render_html(week))
+    assert re.search(r'id="entered-chart"[^>]*data-unit="day"', page_week)
+
+
+def test_what_it_saved_crawl_by_crawl(tmp_path: Path) -> None:
+    from scrapy_domainstate.crawllog import KEEP, CrawlSummary, append_crawl, read_crawls
+
+    now = time.time()
+    stats = {
+        "finish_reason": "finished",
+        "domainstate/method/head": 4,
+        "domainstate/method/fetch": 30,
+        "domainstate/method/tab": 3,
+        "domainstate/method/cache": 2,
+        "domainstate/method/skip": 14,
+        "domainstate/skip/dead": 5,
+        "domainstate/skip/cold": 8,
+        "domainstate/skip/dead-url": 1,
+        "domainstate/decision/browser": 2,
+        "domainstate/browser_reissue": 1,
+        "domainstate/transition/unknown/dead": 2,
+        "domainstate/transition/unknown/cold": 1,
+        "domainstate/state_at_close/dead": 2,
+        "domainstate/state_at_close/cold": 1,
+        "domainstate/domain/x.example/fetch": 9,  # per-domain keys are not families
+    }
+    crawl = CrawlSummary.from_stats(stats, started=now - 90, finished=now, spider="contacts", store="lmdb:x")
+    assert crawl.sent == {"fetch": 30, "head": 4, "tab": 3}
+    assert crawl.skipped == {"cold": 8, "dead": 5, "dead-url": 1}
+    assert (crawl.probes, crawl.renders, crawl.cached, crawl.requests_skipped) == (4, 3, 2, 14)
+    assert crawl.renders_saved == 6  # dead + dead-url skips: fallback would render after each failed GET
+    assert crawl.requests_saved == 14 + 6 + 2 - 4
+    message, args = crawl.log_message()
+    text = message % args
+    assert "3 domains touched (cold 1, dead 2)" in text and "saved at least 18 requests and 6 renders" in text
+    assert CrawlSummary.from_json(crawl.to_json()) == crawl
+
+    db = tmp_path / "db"
+    store = LmdbStore(Config(lmdb_path=str(db)))
+    store.open()
+    assert read_crawls(store) == []
+    append_crawl(store, crawl)
+    with open(db / "crawls.jsonl", "a", encoding="utf-8") as fh:
+        fh.write("{not json\n")  # a torn or foreign line is skipped, not fatal
+    later = CrawlSummary.from_stats({"domainstate/skip/cold": 20}, started=now, finished=now + 30, spider="second")
+    append_crawl(store, later)
+    assert read_crawls(store) == [crawl, later]
+    for _ in range(2 * KEEP + 5):
+        append_crawl(store, later)
+    assert len(read_crawls(store)) == KEEP and len(read_crawls(store, limit=3)) == 3
+    store.close()
+
+    page = render_html(summarize(_learned(now), Policy(Config()), now), crawls=[crawl, later])
+    _assert_self_contained(page)
+    rows = re.findall(
+        r'<tr class="crawl">.*?<td class="num sent">([\d,]+)</td>.*?<td class="num skipped">([\d,]+)</td>'
+        r'.*?<td class="num saved-requests">(-?[\d,]+)</td><td class="num saved-renders">([\d,]+)</td>',
+        page,
+    )
+    assert rows == [("0", "20", "20", "0"), ("37", "14", "18", "6")]  # newest first
+    assert "saved at least <b>38 requests</b>" in page
+    assert 'id="no-crawls"' in render_html(summarize([], Policy(Config()), now))
