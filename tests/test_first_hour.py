@@ -373,3 +373,46 @@ async def test_queued_requests_are_rechecked_when_a_domain_turns_cold(
     assert stats["domainstate/transition/unknown/cold"] == 1
     assert stats["domainstate/skip/cold"] == 40 - len(gets)
     assert len(result.responses) == len(gets)
+
+
+def test_send_gate_hands_places_over_in_order() -> None:
+    from scrapy import Request
+
+    from scrapy_domainstate._sendgate import SendGate
+
+    gate = SendGate()
+    requests = [Request(f"http://a.test/{i}") for i in range(5)]
+    assert gate.enter(requests[0], "a.test", 2) is None
+    assert gate.enter(requests[1], "a.test", 2) is None
+    waiters = [gate.enter(r, "a.test", 2) for r in requests[2:]]
+    assert all(w is not None and not w.called for w in waiters)
+    assert (gate.active("a.test"), gate.waiting("a.test"), gate.waited) == (2, 3, 3)
+    gate.leave(requests[0])
+    gate.leave(requests[0])  # once only
+    assert [w.called for w in waiters] == [True, False, False]  # type: ignore[union-attr]
+    assert gate.active("a.test") == 2
+    copy = requests[1].copy()  # a retry's copy shares the place: given back once in all
+    gate.leave(copy)
+    gate.leave(requests[1])
+    assert [w.called for w in waiters] == [True, True, False]  # type: ignore[union-attr]
+    waiters[2].cancel()  # type: ignore[union-attr]
+    waiters[2].addErrback(lambda _: None)  # type: ignore[union-attr]
+    gate.leave(requests[4])  # it never had a place: nothing to give back
+    assert gate.active("a.test") == 2 and gate.waiting() == 0
+    gate.leave(requests[2])
+    gate.leave(requests[3])
+    assert gate.active("a.test") == 0
+    assert gate.enter(Request("http://b.test/"), "b.test", 0) is None  # a limit below 1 still lets one go
+
+
+def test_startup_message_parts() -> None:
+    from scrapy_domainstate._startup import browser_handler, startup_message
+
+    base = {"http": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler", "data": "x.DataHandler"}
+    assert browser_handler(base) is None
+    playwright = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+    assert browser_handler({**base, "https": playwright}) == playwright
+    message, args = startup_message(Config(outcome="myproject.outcomes.useful"), "memory", None)
+    text = message % args
+    assert "outcome source 'myproject.outcomes.useful' (useful = what myproject.outcomes.useful(response)" in text
+    assert text.endswith("browser route off (no browser download handler in DOWNLOAD_HANDLERS)")
