@@ -234,6 +234,7 @@ async def test_stats_reconcile(sites: Any, crawl_settings: Any, run_crawl: Any, 
         sites.url("flaky.test", "/page2"),
         sites.url("redirect.test", "/"),
         sites.url("refused.test"),
+        sites.url("friendly.test", "/missing"),  # 404 off the root: a dead URL, skipped next time
     ]
     first = await run_crawl(settings, urls)
     s1 = first.stats
@@ -257,6 +258,7 @@ async def test_stats_reconcile(sites: Any, crawl_settings: Any, run_crawl: Any, 
     assert s2["domainstate/forced"] == 3  # counted once per forced request, retries or not
     assert s2.get("domainstate/method/cache", 0) >= 6
     assert s2["domainstate/method/skip"] == s2["domainstate/decision/skip"] - 3
+    assert s2["domainstate/skip/dead-url"] == 1
     assert s2["domainstate/method/skip"] == sum(
         v for k, v in s2.items() if k.startswith("domainstate/skip/") and k.count("/") == 2
     )
