@@ -44,14 +44,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from ._time import DAY, HOUR
 from .crawllog import CrawlSummary
 from .policy import Policy
 from .record import DomainStat, Outcome, RecentEntry, State
 
 __all__ = ["Changed", "DomainRow", "Summary", "render_html", "state_reason", "summarize", "write_report"]
 
-DAY = 86400.0
-HOUR = 3600.0
 #: Days shown by the per-day charts (the most recent ones).
 WINDOW_DAYS = 60
 #: When everything charted happened within this many hours, the charts have one bar per hour.
