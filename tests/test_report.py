@@ -182,6 +182,23 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     assert rendered.lower().count("<script") == 1  # only the page's own
     assert 'id="changed-table"' in rendered
 
+    _check_filters(flags, url, rendered, total)
+
+    shot = tmp_path / "report.png"
+    png = subprocess.run(
+        [*flags, "--window-size=1100,2600", f"--screenshot={shot}", url],
+        capture_output=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert png.returncode == 0, png.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 20_000  # charts and tables, not a blank page
+
+
+def _check_filters(flags: list[str], url: str, rendered: str, total: int) -> None:
     # The domain table: every domain, and its search and state filter run in the browser
     # (preset from the URL's fragment, as a user would share a filtered view).
     table = re.findall(r'<tr data-state="([a-z-]+)" data-search="[^"]*"( hidden="")?>', rendered)
@@ -201,19 +218,6 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     shown = re.findall(r'<tr data-state="[a-z-]+" data-search="([^"]*)">', search.stdout)
     assert sorted(shown) == sorted(s for s in re.findall(r'data-search="([^"]*)"', rendered) if "site1" in s)
     assert len(shown) == 1 + 8  # site1, site10 ... site17
-
-    shot = tmp_path / "report.png"
-    png = subprocess.run(
-        [*flags, "--window-size=1100,2600", f"--screenshot={shot}", url],
-        capture_output=True,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert png.returncode == 0, png.stderr[-2000:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(data) > 20_000  # charts and tables, not a blank page
 
 
 # ----------------------------------------------------- per-state reasons, table, crawls, charts
