@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # imported on first use at run time (see __getattr__); seen b
     from .addon import Addon
     from .extension import DomainStateExtension
     from .middleware import DomainStateMiddleware
+    from .pipeline import DomainStatePipeline
     from .spidermw import DomainStateSpiderMiddleware
 
 __version__ = "0.1.0"
@@ -26,6 +27,7 @@ __all__ = [
     "DomainStat",
     "DomainStateExtension",
     "DomainStateMiddleware",
+    "DomainStatePipeline",
     "DomainStateSpiderMiddleware",
     "Method",
     "Outcome",
@@ -46,6 +48,7 @@ _LAZY = {
     "Addon": ".addon",
     "DomainStateExtension": ".extension",
     "DomainStateMiddleware": ".middleware",
+    "DomainStatePipeline": ".pipeline",
     "DomainStateSpiderMiddleware": ".spidermw",
     "StoreHandle": "._api",
     "UrlDecision": "._api",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request
 
+    from .crawllog import CrawlSummary
     from .policy import Transition
     from .record import DomainStat, RecentEntry
 
@@ -84,8 +85,36 @@ class Telemetry:
         if self.per_domain:
             self._add(f"domainstate/domain/{domain}/{method}")
 
-    def decision(self, decision: Decision) -> None:
-        self._add(_DECISION_KEYS[decision])
+    def decision(self, decision: Decision, repeat: str | None = None) -> None:
+        """One decided request: ``decision/{decision}``; a request decided again after a
+        retry or a redirect counts once more as ``repeat/{retry,redirect}`` instead."""
+        if repeat:
+            self._add(f"domainstate/repeat/{repeat}")
+        else:
+            self._add(_DECISION_KEYS[decision])
+
+    def skipped(self, domain: str, reason: str) -> None:
+        """A skip: ``method/skip`` and ``skip/{reason}`` (a state, or ``dead-url``)."""
+        self.count(domain, "skip")
+        self._add(f"domainstate/skip/{reason}")
+
+    def started(self, message: str, args: tuple[Any, ...]) -> None:
+        """The start-up line (see :mod:`._startup`)."""
+        logger.info(message, *args, extra=self._extra)
+
+    def summary(self, summary: CrawlSummary) -> None:
+        """The close summary: one INFO line (see :mod:`.crawllog`)."""
+        message, args = summary.log_message()
+        logger.info(message, *args, extra=self._extra)
+
+    def exit_status_zero(self) -> None:
+        logger.warning(
+            "scrapy-domainstate: the store did not open, yet `scrapy crawl` will exit with status 0: Scrapy "
+            "sets a non-zero status only when a crawl fails to start, and the plugin opens its store there "
+            'only through its item pipeline (ITEM_PIPELINES = {"scrapy_domainstate.DomainStatePipeline": 0}, '
+            "which the add-on enables)",
+            extra=self._extra,
+        )
 
     # ------------------------------------------------------------ outcomes
 

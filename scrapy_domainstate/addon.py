@@ -10,6 +10,7 @@ from ._switch import off_reason, report_off
 from .config import Config, log_unknown_settings
 from .extension import DomainStateExtension
 from .middleware import DomainStateMiddleware
+from .pipeline import DomainStatePipeline
 from .spidermw import DomainStateSpiderMiddleware
 
 if TYPE_CHECKING:
@@ -17,7 +18,13 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
-__all__ = ["DOWNLOADER_MIDDLEWARE_PRIORITY", "EXTENSION_PRIORITY", "SPIDER_MIDDLEWARE_PRIORITY", "Addon"]
+__all__ = [
+    "DOWNLOADER_MIDDLEWARE_PRIORITY",
+    "EXTENSION_PRIORITY",
+    "PIPELINE_PRIORITY",
+    "SPIDER_MIDDLEWARE_PRIORITY",
+    "Addon",
+]
 
 #: Below Retry (550), MetaRefresh (580), HttpCompression (590) and Redirect (600);
 #: above HttpCache (900). See :mod:`scrapy_domainstate.middleware`.
@@ -25,10 +32,13 @@ DOWNLOADER_MIDDLEWARE_PRIORITY = 540
 #: Close to the spider, so it counts exactly what the callback yields.
 SPIDER_MIDDLEWARE_PRIORITY = 950
 EXTENSION_PRIORITY = 500
+#: First: the store opens before the project's own pipelines open theirs.
+PIPELINE_PRIORITY = 0
 
 
 class Addon:
-    """Enables the downloader middleware, the spider middleware and the extension.
+    """Enables the downloader middleware, the spider middleware, the extension and the
+    pipeline that opens the store (so a store that cannot open fails the crawl's start).
 
     Components a project already lists keep the priority it gave them. The
     settings are validated here, so a bad value fails at start-up naming it,
@@ -59,3 +69,4 @@ class Addon:
             "SPIDER_MIDDLEWARES", DomainStateSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", DomainStateExtension, EXTENSION_PRIORITY)
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", DomainStatePipeline, PIPELINE_PRIORITY)

@@ -153,7 +153,8 @@ class CrawlSummary:
             skipped=_family(stats, "skip"),
             cached=_int(stats, "method/cache"),
             reissued=_int(stats, "browser_reissue"),
-            browser_direct=_int(stats, "decision/browser"),
+            # (without a browser route, antibot-hard requests are decided "browser" and skipped)
+            browser_direct=max(0, _int(stats, "decision/browser") - _int(stats, "skip/antibot-hard")),
             forced=_int(stats, "forced"),
             retries=_int(stats, "retry"),
         )

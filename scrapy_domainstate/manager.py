@@ -13,7 +13,8 @@ wires the lifecycle once (open at ``spider_opened``, flush on a timer, flush and
 - :mod:`._adoption`: the first sight of a domain with a shared-state service;
 - :mod:`._deadurls`: the URLs that answered 404/410 off the root;
 - :mod:`._outcomes`: whether a fetched page was useful (contacts, items or a callable);
-- :mod:`._telemetry`: stats, signals and log lines;
+- :mod:`._sendgate`: a request decided when its download slot has room, not on entry;
+- :mod:`._telemetry`: stats, signals and log lines (:mod:`._startup`, :mod:`.crawllog`);
 - :mod:`._registry`: the running plugins, read by :mod:`.shell`.
 """
 
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
 
@@ -38,10 +40,13 @@ from ._browser import BrowserRoute, wake_shell_engine
 from ._deadurls import DeadUrls
 from ._outcomes import META_OUTCOME, OutcomeSource
 from ._probes import META_PROBE, ProbeGate, probe_request, send_probe
+from ._sendgate import SendGate
+from ._startup import startup_message
 from ._switch import off_reason, report_off
-from ._telemetry import Telemetry, logger
+from ._telemetry import Telemetry
 from .classify import Classifier, Verdict
 from .config import Config, ConfigError, log_unknown_settings
+from .crawllog import CrawlSummary, append_crawl
 from .keys import domain_key, host_of, is_site_root
 from .policy import Decision, Policy, Transition
 from .record import DomainStat, Method, Outcome, RecentEntry, State
@@ -63,8 +68,12 @@ META_OUT = "domainstate"
 META_REISSUE = "domainstate_reissued"
 META_DECISION = "_domainstate_decision"
 META_PENDING = "_domainstate_pending"
+#: ``(retry_times, redirects)`` when the request was decided: a copy that comes back with more
+#: is a retry or a redirect of it (``repeat/{retry,redirect}``), not a new decision.
+META_SEEN = "_domainstate_seen"
+META_REPEAT = "_domainstate_repeat"
 #: Meta this plugin writes for one download; dropped from a request before it is decided.
-_PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING)
+_PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING, META_REPEAT)
 _UNDECIDED = ("skip", None)
 _REPORTED = (State.DEAD, State.ANTIBOT_HARD)
 _FTB = Decision.FETCH_THEN_BROWSER.value
@@ -97,6 +106,11 @@ class DomainStateManager:
         self._asked: set[str] = set()
         self.browser = BrowserRoute.from_crawler(crawler, config, self.classifier)
         self.dead_urls = DeadUrls(self.store, config.url_dead_ttl, self.telemetry.store_failed)
+        self.gate = SendGate()
+        #: Set by :class:`~scrapy_domainstate.pipeline.DomainStatePipeline`: a store that cannot
+        #: open fails the crawl's start (exit status 1).
+        self.exit_status_on_failure = False
+        self._opened_at = 0.0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -125,6 +139,7 @@ class DomainStateManager:
             # alone still opens, flushes and closes the store.
             crawler.signals.connect(manager.spider_opened, signal=scrapy_signals.spider_opened)
             crawler.signals.connect(manager.spider_closed, signal=scrapy_signals.spider_closed)
+            crawler.signals.connect(manager.request_left_downloader, signal=scrapy_signals.request_left_downloader)
         return manager
 
     @property
@@ -151,6 +166,12 @@ class DomainStateManager:
         if self._timer is not None and self._timer.running:
             self._timer.stop()
         self._timer = None
+        self.gate.close()
+        if self._open_failed is not None:
+            # A failed start closes the spider as "shutdown": say why (CoreStats set it first).
+            self.stats.set_value("finish_reason", self._open_failed)
+            if not self.exit_status_on_failure:
+                self.telemetry.exit_status_zero()
         done = self.close()
         if done is not None:  # the remote client drains its reports
             await maybe_deferred_to_future(done)
@@ -186,8 +207,9 @@ class DomainStateManager:
                     self.store.close()
                 self._refuse("cannot use the shared-state service", "remote", exc)
         self.opened = True
+        self._opened_at = self.clock()
         _registry.register(self)
-        logger.info("scrapy-domainstate: using %s", self.store.describe(), extra={"crawler": self.crawler})
+        self.telemetry.started(*startup_message(self.config, self.store.describe(), self.browser))
 
     def _refuse(self, what: str, part: str, exc: Exception) -> NoReturn:
         self._open_failed = "domainstate_unavailable"
@@ -201,6 +223,7 @@ class DomainStateManager:
         self.flush()
         self._state_stats()
         self.telemetry.store_counters(self.store)
+        self._summarize()
         try:
             self.store.close()
         except Exception:
@@ -224,6 +247,22 @@ class DomainStateManager:
         except Exception:
             self.telemetry.store_failed("flush")
         self.telemetry.publish()
+
+    def _summarize(self) -> None:
+        """The close summary: logged, and kept in the store's crawl log for the report."""
+        spider = self.crawler.spider
+        summary = CrawlSummary.from_stats(
+            self.stats.get_stats(),
+            started=self._opened_at,
+            finished=self.clock(),
+            spider=str(getattr(spider, "name", "") or ""),
+            store=self.store.describe(),
+        )
+        self.telemetry.summary(summary)
+        try:
+            append_crawl(self.store, summary)
+        except Exception:
+            self.telemetry.store_failed("crawl_log")
 
     def _state_stats(self) -> None:
         now = self.clock()
@@ -274,6 +313,7 @@ class DomainStateManager:
         meta = request.meta
         if meta.get(META_PROBE):
             return None
+        repeat = _repeat_of(meta)
         # Spiders often build requests with ``meta=response.meta``: what this plugin wrote
         # for the parent (its decision, its pending outcome) must not ride along.
         for key in _PER_REQUEST_KEYS:
@@ -288,6 +328,54 @@ class DomainStateManager:
                 self._robots_txt(request, domain, facts)
             return None  # robots.txt, file:, data:...: neither decided nor evidence
         self._seen.add(domain)
+        meta[META_SEEN] = (meta.get("retry_times", 0), len(meta.get("redirect_urls", ())))
+        if repeat:
+            meta[META_REPEAT] = repeat
+        waiter = self._enter_gate(request)
+        if waiter is not None:
+            return self._decide_when_sent(waiter, request, domain, facts, admitted)
+        return self._decide_now(request, domain, facts, admitted)
+
+    def _enter_gate(self, request: Request) -> Deferred[None] | None:
+        """Wait here, not in the download slot's queue, so the request is decided when sent."""
+        if not self._engine_running():
+            return None
+        self.gate.leave(request)  # a retry's or a redirect's copy: the place of the original
+        downloader = self.crawler.engine.downloader  # type: ignore[union-attr]
+        key = downloader.get_slot_key(request)
+        slot = downloader.slots.get(key)
+        if slot is not None:
+            limit = slot.concurrency
+        else:  # as Downloader._get_slot() will make it
+            limit = downloader.per_slot_settings.get(key, {}).get(
+                "concurrency", downloader.ip_concurrency or downloader.domain_concurrency
+            )
+        return self.gate.enter(request, key, limit)
+
+    async def _decide_when_sent(
+        self,
+        waiter: Deferred[None],
+        request: Request,
+        domain: str,
+        facts: routing.RequestFacts,
+        admitted: routing.Route | None,
+    ) -> None:
+        await maybe_deferred_to_future(waiter)
+        self.telemetry.inc("gate/waited")
+        pending = self._decide_now(request, domain, facts, admitted)
+        if pending is not None:
+            await pending
+
+    def request_left_downloader(self, request: Request, spider: Any = None) -> None:
+        """Give the request's place back when its response never comes back to this
+        middleware (retried or redirected above it, a failure raised above it); scheduled
+        after the response's own way back, where the outcome is recorded first."""
+        if self.gate.has_place(request):
+            call_later(0, self.gate.leave, request)
+
+    def _decide_now(
+        self, request: Request, domain: str, facts: routing.RequestFacts, admitted: routing.Route | None
+    ) -> Any:
         now = self.clock()
         if admitted is not None:  # a browser re-issue: goes as tab, not decided again
             self._go(request, domain, admitted, *self._decide(domain, now)[1:])
@@ -326,14 +414,18 @@ class DomainStateManager:
 
     def _go(self, request: Request, domain: str, route: routing.Route, state: State, expires: float | None) -> None:
         """Act on a route: count it, mark the request, skip it or send it on."""
-        if route.counted is not None:
-            self.telemetry.decision(route.counted)
-        if route.action is routing.Action.SKIP:
+        repeat = request.meta.get(META_REPEAT)
+        skip = route.action is routing.Action.SKIP
+        if route.counted is not None or skip:
+            self.telemetry.decision(route.counted or Decision.SKIP, repeat)
+        if skip:
+            self.gate.leave(request)
             self._mark(request, domain, state, expires, "skip")
-            self.telemetry.count(domain, "skip")
             if route.reason == routing.URL_DEAD:
+                self.telemetry.skipped(domain, "dead-url")
                 self.telemetry.inc("url_dead/skipped")
                 raise IgnoreRequest(f"domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
+            self.telemetry.skipped(domain, state.value)
             self.telemetry.debug("Skipping %s: %s is %s", request.url, domain, state)
             if route.reason == routing.NO_BROWSER:
                 raise IgnoreRequest(
@@ -341,7 +433,7 @@ class DomainStateManager:
                     "(browser only, and no browser is configured)"
                 )
             raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
-        if route.forced:
+        if route.forced and not repeat:
             self.telemetry.inc("forced")
         if route.to_browser:
             request.meta.update(self.browser.meta_for(request.meta))
@@ -428,7 +520,13 @@ class DomainStateManager:
         )
 
     def after_response(self, request: Request, response: Response) -> Request | Response:
-        """The middleware's ``process_response``."""
+        """The middleware's ``process_response``; the request's place in the gate goes back after."""
+        try:
+            return self._after_response(request, response)
+        finally:
+            self.gate.leave(request)
+
+    def _after_response(self, request: Request, response: Response) -> Request | Response:
         meta = request.meta
         out = meta.get(META_OUT)
         if meta.get(META_PROBE) or not out or out.get("method") in _UNDECIDED:
@@ -485,7 +583,13 @@ class DomainStateManager:
         return response
 
     def after_exception(self, request: Request, exception: BaseException) -> Request | None:
-        """The middleware's ``process_exception``."""
+        """The middleware's ``process_exception``; the request's place in the gate goes back after."""
+        try:
+            return self._after_exception(request, exception)
+        finally:
+            self.gate.leave(request)
+
+    def _after_exception(self, request: Request, exception: BaseException) -> Request | None:
         meta = request.meta
         if meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt"):
             self._robots_failed(exception)
@@ -494,6 +598,8 @@ class DomainStateManager:
         if meta.get(META_PROBE) or not out or out.get("method") in _UNDECIDED:
             return None
         if isinstance(exception, IgnoreRequest):
+            # Decided and sent on, then dropped by another component (its process_request).
+            self.telemetry.count(out["domain"], "dropped")
             return None
         self.telemetry.count(out["domain"], out["method"])
         facts = self._evidence_facts(request)
@@ -555,3 +661,15 @@ class DomainStateManager:
         stat = self.store.current(domain, now)
         decision = self.policy.decide(stat, now)
         return {"domain": domain, "state": stat.state.value, "decision": decision.value, "record": stat}
+
+
+def _repeat_of(meta: dict[str, Any]) -> str | None:
+    """``retry`` or ``redirect`` when this request is a copy of one decided before."""
+    seen = meta.get(META_SEEN)
+    if seen is None:
+        return None
+    if meta.get("retry_times", 0) > seen[0]:
+        return "retry"
+    if len(meta.get("redirect_urls", ())) > seen[1]:
+        return "redirect"
+    return None

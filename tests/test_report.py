@@ -115,6 +115,19 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     store.open()
     for stat in _stats(now):
         store.put(stat)
+    from scrapy_domainstate.crawllog import CrawlSummary, append_crawl
+
+    append_crawl(
+        store,
+        CrawlSummary(
+            started=now - 600,
+            finished=now - 500,
+            spider="contacts",
+            finish_reason="finished",
+            sent={"fetch": 40, "tab": 3},
+            skipped={"dead": 4, "cold": 7},
+        ),
+    )
     store.close()
 
     work = tmp_path / "work"
@@ -181,6 +194,9 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     assert html.escape(EVIL, quote=False) in rendered.replace("<wbr>", "")
     assert rendered.lower().count("<script") == 1  # only the page's own
     assert 'id="changed-table"' in rendered
+    # What it saved: the crawl the store's crawl log holds (4 dead skips: 4 GETs + 4 renders; 7 cold).
+    assert rendered.count('<tr class="crawl">') == 1
+    assert "saved at least <b>15 requests</b>" in rendered
 
     _check_filters(flags, url, rendered, total)
 

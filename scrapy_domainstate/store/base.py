@@ -39,6 +39,11 @@ class DomainStore(ABC):
     name = "store"
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            raise TypeError(
+                f"{type(self).__name__}() takes a Config, got {config!r}; to open a store by its path "
+                "or settings, use scrapy_domainstate.open_store(path_or_settings)"
+            )
         self.config = config or Config()
         self.policy = policy or Policy(self.config)
         self._pending: dict[str, list[RecentEntry]] = {}

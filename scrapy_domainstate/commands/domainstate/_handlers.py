@@ -12,6 +12,7 @@ from typing import Any
 
 from scrapy.exceptions import UsageError
 
+from ...crawllog import read_crawls
 from ...csvio import read_csv, write_csv
 from ...record import DomainStat, State
 from ...report import STATE_DECISIONS, Summary, summarize, write_report
@@ -44,7 +45,7 @@ def stats(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
     with ctx.store() as store:
         total = store.count()
         with Progress("reading records", total) as progress:
-            summary = summarize(store.iter_records(), store.policy, now, top=0, tick=progress.tick)
+            summary = summarize(store.iter_records(), store.policy, now, top=0, rows=0, tick=progress.tick)
         path = getattr(store, "path", None)
         map_size_of = getattr(store, "map_size", None)
         map_size = map_size_of() if callable(map_size_of) else None
@@ -328,7 +329,14 @@ def report(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
         where = store.describe()
         with Progress("reading records", total) as progress, output(opts.output) as fh:
             summary = write_report(
-                store.iter_records(), fh, store.policy, now, source=where, top=opts.top, tick=progress.tick
+                store.iter_records(),
+                fh,
+                store.policy,
+                now,
+                source=where,
+                top=opts.top,
+                crawls=read_crawls(store),
+                tick=progress.tick,
             )
     if opts.output not in (None, "-"):
         print(f"wrote the report of {summary.total:,} domains to {opts.output}", file=sys.stderr)
