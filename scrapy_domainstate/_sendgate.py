@@ -22,6 +22,7 @@ of the request made for a retry or a redirect shares it) and is given back once.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import CancelledError, Deferred
@@ -94,6 +95,24 @@ class SendGate:
         slot.active = max(0, slot.active - 1)
         if not slot.active:
             del self._slots[key]
+
+    def left(self, request: Request, later: Callable[[Callable[[Request], None], Request], object]) -> None:
+        """``request`` left the downloader (``request_left_downloader``).
+
+        Its response is on its way back through the middlewares, where its outcome is
+        recorded and its place given back. When nobody waits for the place, it goes back now
+        (nothing is decided meanwhile); otherwise ``later(self.leave, request)`` gives it back
+        after that way back, or for the responses that never come back to this middleware
+        (a retry, a redirect or a failure raised above it).
+        """
+        place = request.meta.get(META_GATE)
+        if not isinstance(place, _Place) or not place.held:
+            return
+        slot = self._slots.get(place.key)
+        if slot is not None and slot.waiters:
+            later(self.leave, request)
+        else:
+            self.leave(request)
 
     def _cancelled(self, key: str, waiter: Deferred[None]) -> None:
         slot = self._slots.get(key)

@@ -367,11 +367,11 @@ class DomainStateManager:
             await pending
 
     def request_left_downloader(self, request: Request, spider: Any = None) -> None:
-        """Give the request's place back when its response never comes back to this
-        middleware (retried or redirected above it, a failure raised above it); scheduled
-        after the response's own way back, where the outcome is recorded first."""
-        if self.gate.has_place(request):
-            call_later(0, self.gate.leave, request)
+        """Give the request's place back also when its response never comes back to this
+        middleware (retried or redirected above it, a failure raised above it); with
+        requests waiting for it, after the response's own way back, where its outcome is
+        recorded first."""
+        self.gate.left(request, lambda leave, req: call_later(0, leave, req))
 
     def _decide_now(
         self, request: Request, domain: str, facts: routing.RequestFacts, admitted: routing.Route | None

@@ -406,6 +406,19 @@ def test_send_gate_hands_places_over_in_order() -> None:
     assert gate.active("a.test") == 0
     assert gate.enter(Request("http://b.test/"), "b.test", 0) is None  # a limit below 1 still lets one go
 
+    # Leaving the downloader: back at once when nobody waits, else after the response's way back.
+    later: list[Any] = []
+    c1, c2, c3 = (Request(f"http://c.test/{i}") for i in range(3))
+    assert gate.enter(c1, "c.test", 1) is None
+    gate.left(c1, lambda leave, request: later.append((leave, request)))
+    assert later == [] and gate.active("c.test") == 0
+    assert gate.enter(c2, "c.test", 1) is None
+    waiter = gate.enter(c3, "c.test", 1)
+    gate.left(c2, lambda leave, request: later.append((leave, request)))
+    assert len(later) == 1 and not waiter.called  # type: ignore[union-attr]
+    later[0][0](later[0][1])
+    assert waiter.called  # type: ignore[union-attr]
+
 
 def test_startup_message_parts() -> None:
     from scrapy_domainstate._startup import browser_handler, startup_message
