@@ -9,7 +9,8 @@ in the middleware (holding the same place in ``CONCURRENT_REQUESTS`` it would ho
 slot queue) until its slot has room, and is decided then. At most the slot's concurrency
 of requests per slot is between "decided" and "done", so after a domain changes state at
 most ``concurrency - 1`` requests decided before the change are still sent (those already
-on the wire).
+on the wire). The manager sends only the requests of domains still being learned
+(``unknown``, ``antibot-soft``) through the gate: the other states hold for a crawl.
 
 A place is taken by :meth:`SendGate.enter` and given back by :meth:`SendGate.leave` —
 when the request leaves the downloader (``request_left_downloader``), when its response

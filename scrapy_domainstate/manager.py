@@ -78,6 +78,8 @@ _UNDECIDED = ("skip", None)
 _REPORTED = (State.DEAD, State.ANTIBOT_HARD)
 _FTB = Decision.FETCH_THEN_BROWSER.value
 _DEAD_STATUSES = (404, 410)
+#: States whose requests wait for room in their download slot before they are decided.
+_LEARNING = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT})
 
 
 class DomainStateManager:
@@ -331,9 +333,6 @@ class DomainStateManager:
         meta[META_SEEN] = (meta.get("retry_times", 0), len(meta.get("redirect_urls", ())))
         if repeat:
             meta[META_REPEAT] = repeat
-        waiter = self._enter_gate(request)
-        if waiter is not None:
-            return self._decide_when_sent(waiter, request, domain, facts, admitted)
         return self._decide_now(request, domain, facts, admitted)
 
     def _enter_gate(self, request: Request) -> Deferred[None] | None:
@@ -362,7 +361,7 @@ class DomainStateManager:
     ) -> None:
         await maybe_deferred_to_future(waiter)
         self.telemetry.inc("gate/waited")
-        pending = self._decide_now(request, domain, facts, admitted)
+        pending = self._decide_now(request, domain, facts, admitted, gated=True)
         if pending is not None:
             await pending
 
@@ -374,7 +373,12 @@ class DomainStateManager:
         self.gate.left(request, lambda leave, req: call_later(0, leave, req))
 
     def _decide_now(
-        self, request: Request, domain: str, facts: routing.RequestFacts, admitted: routing.Route | None
+        self,
+        request: Request,
+        domain: str,
+        facts: routing.RequestFacts,
+        admitted: routing.Route | None,
+        gated: bool = False,
     ) -> Any:
         now = self.clock()
         if admitted is not None:  # a browser re-issue: goes as tab, not decided again
@@ -384,6 +388,12 @@ class DomainStateManager:
         if skip is not None and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
             self._go(request, domain, skip, State.DEAD, None)
         decision, state, expires = self._decide(domain, now)
+        if not gated and state in _LEARNING:
+            # A domain still being learned can turn dead or cold any moment: decide again
+            # when the request is about to be sent (the other states hold for a crawl).
+            waiter = self._enter_gate(request)
+            if waiter is not None:
+                return self._decide_when_sent(waiter, request, domain, facts, admitted)
         # First sight of a domain: ask the fleet, with or without a HEAD probe to follow.
         # (a request that arrives while the answer is awaited waits for it, as for a probe)
         ask = (
