@@ -249,13 +249,19 @@ async def test_stats_reconcile(sites: Any, crawl_settings: Any, run_crawl: Any, 
         sum(s1.get(f"domainstate/decision/{d}", 0) for d in ("fetch", "fetch-then-browser", "browser", "skip")) == plain
     )
 
-    # Second crawl: skips, the HTTP cache, and forced requests to the cold domain.
-    forced = [Request(u, meta={"domainstate_force": True}, dont_filter=True) for u in pages(sites, "cold.test", 3)]
-    second = await run_crawl(settings, [*urls, *forced])
+    # Second crawl: skips, the HTTP cache, and forced requests to the cold domain, which now
+    # answers 503 to every other request: the forced requests are retried, and still counted once.
+    sites.set_kind("cold.test", "flaky", every=2)
+    forced = [
+        Request(sites.url("cold.test", f"/page1?forced={i}"), meta={"domainstate_force": True}, dont_filter=True)
+        for i in range(3)
+    ]
+    second = await run_crawl(settings, [*forced, *urls])
     s2 = second.stats
     decided, accounted = _identity(s2)
     assert decided == accounted, s2
     assert s2["domainstate/forced"] == 3  # counted once per forced request, retries or not
+    assert s2.get("domainstate/repeat/retry", 0) >= 1
     assert s2.get("domainstate/method/cache", 0) >= 6
     assert s2["domainstate/method/skip"] == s2["domainstate/decision/skip"] - 3
     assert s2["domainstate/skip/dead-url"] == 1
