@@ -156,7 +156,7 @@ class CrawlSummary:
             # (without a browser route, antibot-hard requests are decided "browser" and skipped)
             browser_direct=max(0, _int(stats, "decision/browser") - _int(stats, "skip/antibot-hard")),
             forced=_int(stats, "forced"),
-            retries=_int(stats, "retry"),
+            retries=_int(stats, "repeat/retry"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -193,10 +193,16 @@ class CrawlSummary:
         def fmt(counts: Mapping[str, int]) -> str:
             return ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "none"
 
+        saved = self.requests_saved
+        renders = f"{self.renders_saved:,} renders"
+        if saved >= 0:
+            verdict = f"saved at least {saved:,} requests and {renders}"
+        else:  # a first crawl: the probes cost more than the skips saved
+            verdict = f"cost {-saved:,} more requests (its {self.probes:,} HEAD probes) and saved {renders}"
         return (
             "scrapy-domainstate: %s domains touched (%s); %s state changes (%s); requests sent %s "
             "(%s probes, %s renders, %s browser re-issues, %s retries); %s skipped (%s); %s from the HTTP cache; "
-            "against plain fetch-with-fallback this saved at least %s requests and %s renders",
+            "against plain fetch-with-fallback this %s",
             (
                 f"{sum(self.domains.values()):,}",
                 fmt(self.domains),
@@ -210,8 +216,7 @@ class CrawlSummary:
                 f"{self.requests_skipped:,}",
                 fmt(self.skipped),
                 f"{self.cached:,}",
-                f"{self.requests_saved:,}",
-                f"{self.renders_saved:,}",
+                verdict,
             ),
         )
 

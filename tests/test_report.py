@@ -373,6 +373,9 @@ def test_what_it_saved_crawl_by_crawl(tmp_path: Path) -> None:
     text = message % args
     assert "3 domains touched (cold 1, dead 2)" in text and "saved at least 18 requests and 6 renders" in text
     assert CrawlSummary.from_json(crawl.to_json()) == crawl
+    first = CrawlSummary.from_stats({"domainstate/method/head": 9, "domainstate/skip/dead": 2}, started=0, finished=1)
+    message, args = first.log_message()
+    assert "this cost 5 more requests (its 9 HEAD probes) and saved 2 renders" in message % args
 
     db = tmp_path / "db"
     store = LmdbStore(Config(lmdb_path=str(db)))
