@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from ._time import DAY, HOUR
+from ._time import DAY, HOUR, MINUTE
 from .crawllog import CrawlSummary
 from .policy import Policy
 from .record import DomainStat, Outcome, RecentEntry, State
@@ -53,8 +53,11 @@ __all__ = ["Changed", "DomainRow", "Summary", "render_html", "state_reason", "su
 
 #: Days shown by the per-day charts (the most recent ones).
 WINDOW_DAYS = 60
-#: When everything charted happened within this many hours, the charts have one bar per hour.
+#: When everything charted happened within this many hours, the charts have one bar per
+#: hour, per 10 minutes or per minute (whichever draws several bars), not per day.
 HOURLY_WINDOW = 48
+#: The finer units, coarsest first, with the shortest span each is used for.
+_FINE_UNITS = ((HOUR, 6 * HOUR, "hour"), (10 * MINUTE, HOUR, "10 minutes"), (MINUTE, 0.0, "minute"))
 #: Rows of the searchable domain table (the most recently seen domains).
 TABLE_ROWS = 5000
 #: Example domains shown per reason in the per-state lists.
@@ -177,9 +180,9 @@ class Summary:
     entered: Counter[tuple[int, State]] = field(default_factory=Counter)
     #: (UTC day number, outcome) -> observations in ``recent`` that day.
     outcomes: Counter[tuple[int, Outcome]] = field(default_factory=Counter)
-    #: The same per hour (UTC hour number), for the last :data:`HOURLY_WINDOW` hours.
-    entered_hours: Counter[tuple[int, State]] = field(default_factory=Counter)
-    outcomes_hours: Counter[tuple[int, Outcome]] = field(default_factory=Counter)
+    #: The same per minute (UTC minute number), for the last :data:`HOURLY_WINDOW` hours.
+    entered_minutes: Counter[tuple[int, State]] = field(default_factory=Counter)
+    outcomes_minutes: Counter[tuple[int, Outcome]] = field(default_factory=Counter)
     #: (state, reason) -> domains; and a few example domains of each.
     reasons: Counter[tuple[State, str]] = field(default_factory=Counter)
     examples: dict[tuple[State, str], list[str]] = field(default_factory=dict)
@@ -215,7 +218,7 @@ class Summary:
                 heapq.heappush(self._rows, row)
             elif row > self._rows[0]:
                 heapq.heapreplace(self._rows, row)
-        first_hour = _hour(now) - HOURLY_WINDOW + 1
+        first_minute = _minute(now) - int(HOURLY_WINDOW * HOUR / MINUTE) + 1
         expires = current.state_expires_at
         if expires is not None:
             if expires - now <= DAY:
@@ -229,15 +232,15 @@ class Summary:
             if age <= 7 * DAY:
                 self.changed_7d += 1
             self.entered[_day(current.state_changed_at), current.state] += 1
-            hour = _hour(current.state_changed_at)
-            if hour >= first_hour:
-                self.entered_hours[hour, current.state] += 1
+            minute = _minute(current.state_changed_at)
+            if minute >= first_minute:
+                self.entered_minutes[minute, current.state] += 1
         recent = stat.recent
         for entry in recent:
             self.outcomes[_day(entry.at), entry.outcome] += 1
-            hour = _hour(entry.at)
-            if hour >= first_hour:
-                self.outcomes_hours[hour, entry.outcome] += 1
+            minute = _minute(entry.at)
+            if minute >= first_minute:
+                self.outcomes_minutes[minute, entry.outcome] += 1
         if len(recent) > 1 and self.top_n > 0:
             switches = sum(1 for a, b in itertools.pairwise(recent) if a.outcome is not b.outcome)
             if switches:
@@ -293,8 +296,8 @@ def _day(ts: float) -> int:
     return math.floor(ts / DAY)
 
 
-def _hour(ts: float) -> int:
-    return math.floor(ts / HOUR)
+def _minute(ts: float) -> int:
+    return math.floor(ts / MINUTE)
 
 
 def _date(day: int) -> str:
@@ -368,46 +371,52 @@ def _window(days: Iterable[int], today: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class _Bins:
-    """The x axis of a per-day or per-hour chart: bin numbers ``first..last`` of ``unit`` seconds."""
+    """The x axis of a chart: bin numbers ``first..last`` of ``unit`` seconds (a day or less)."""
 
     counts: Counter[tuple[int, Any]]
     first: int
     last: int
     unit: float
+    name: str = "day"
 
     @property
-    def hourly(self) -> bool:
-        return self.unit == HOUR
+    def fine(self) -> bool:
+        return self.unit < DAY
 
     def label(self, n: int) -> str:
         """Tooltip label of a bin."""
-        if self.hourly:
-            return datetime.fromtimestamp(n * HOUR, tz=timezone.utc).strftime("%Y-%m-%d %H:00")
+        if self.fine:
+            return datetime.fromtimestamp(n * self.unit, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
         return _date(n)
 
     def tick(self, n: int) -> str:
         """Axis label of a bin."""
-        if self.hourly:
-            return datetime.fromtimestamp(n * HOUR, tz=timezone.utc).strftime("%H:00")
+        if self.fine:
+            return datetime.fromtimestamp(n * self.unit, tz=timezone.utc).strftime("%H:%M")
         return _date(n)[5:]
 
     def caption(self) -> str:
-        if self.hourly:
-            return f"hour (UTC), {self.label(self.first)} to {self.label(self.last)}"
+        if self.fine:
+            return f"{self.name} (UTC), {self.label(self.first)} to {self.label(self.last)}"
         return f"day (UTC), {_date(self.first)} to {_date(self.last)}"
 
 
-def _bins(per_day: Counter[tuple[int, Any]], per_hour: Counter[tuple[int, Any]], now: float) -> _Bins:
-    """Per hour when everything in ``per_day`` happened in the last :data:`HOURLY_WINDOW` hours.
-
-    (A crawl or two run today would otherwise draw one single bar.)
-    """
-    today, this_hour = _day(now), _hour(now)
-    in_window = sum(per_hour.values())
+def _bins(per_day: Counter[tuple[int, Any]], per_minute: Counter[tuple[int, Any]], now: float) -> _Bins:
+    """Per day; or, when everything in ``per_day`` happened in the last :data:`HOURLY_WINDOW`
+    hours, per hour, 10 minutes or minute, the coarsest that spreads it over several bars
+    (a crawl or two run today would otherwise draw one single bar)."""
+    in_window = sum(per_minute.values())
     if in_window and in_window == sum(per_day.values()):
-        first_hour = min(h for h, _ in per_hour)
-        return _Bins(per_hour, first_hour, this_hour, HOUR)
-    first, last = _window((d for d, _ in per_day), today)
+        first_minute = min(m for m, _ in per_minute)
+        span = now - first_minute * MINUTE
+        for unit, shortest, name in _FINE_UNITS:
+            if span >= shortest:
+                ratio = int(unit / MINUTE)
+                counts: Counter[tuple[int, Any]] = Counter()
+                for (m, series), n in per_minute.items():
+                    counts[m // ratio, series] += n
+                return _Bins(counts, first_minute // ratio, math.floor(now / unit), unit, name)
+    first, last = _window((d for d, _ in per_day), _day(now))
     return _Bins(per_day, first, last, DAY)
 
 
@@ -433,7 +442,7 @@ def _stacked_svg(
     bar_w = max(1.0, min(slot * 0.78, plot_w / 10))
     parts = [
         f'<svg class="chart" id="{chart_id}" role="img" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" data-bins="{n_bins}" data-unit="{"hour" if bins.hourly else "day"}">',
+        f'width="{width}" height="{height}" data-bins="{n_bins}" data-unit="{bins.name}">',
         f"<title>{_e(title)}</title>",
     ]
     tick = 0.0
@@ -444,7 +453,7 @@ def _stacked_svg(
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(tick)}</text>'
         )
         tick += step
-    label_every = max(1, math.ceil(n_bins / (8 if bins.hourly else 10)))
+    label_every = max(1, math.ceil(n_bins / (8 if bins.fine else 10)))
     for i, n_bin in enumerate(range(first, last + 1)):
         x = left + i * slot + (slot - bar_w) / 2
         y = top + plot_h
@@ -615,11 +624,14 @@ def _saved_section(crawls: Sequence[CrawlSummary]) -> str:
     total_saved = sum(c.requests_saved for c in crawls)
     total_fallback = sum(c.fallback_requests for c in crawls)
     share = (
-        f" ({_pct(total_saved, total_fallback)} of what fetch-with-fallback would have sent)" if total_fallback else ""
+        f" ({_pct(abs(total_saved), total_fallback)} of what fetch-with-fallback would have sent)"
+        if total_fallback
+        else ""
     )
+    verb = "saved at least" if total_saved >= 0 else "spent more than it saved (its HEAD probes), by"
     return (
-        f'<p class="saved">Over these {len(crawls):,} crawls the plugin saved at least <b>{total_saved:,} '
-        f"requests</b>{_e(share)} and <b>{sum(c.renders_saved for c in crawls):,} browser renders</b>.</p>"
+        f'<p class="saved">Over these {len(crawls):,} crawls the plugin {verb} <b>{abs(total_saved):,} '
+        f"requests</b>{_e(share)}, and saved <b>{sum(c.renders_saved for c in crawls):,} browser renders</b>.</p>"
         '<table id="crawls-table"><thead><tr><th>Finished</th><th>Spider</th><th>Took</th>'
         '<th class="num">Sent</th><th class="num">Probes</th><th class="num">Renders</th>'
         '<th class="num">Skipped</th><th>Skipped, by reason</th><th class="num">Requests saved</th>'
@@ -710,15 +722,15 @@ def render_html(
     crawls: Sequence[CrawlSummary] = (),
 ) -> str:
     """The whole page as a string (UTF-8, no external resource)."""
-    entered = _bins(summary.entered, summary.entered_hours, summary.now)
-    outcomes = _bins(summary.outcomes, summary.outcomes_hours, summary.now)
+    entered = _bins(summary.entered, summary.entered_minutes, summary.now)
+    outcomes = _bins(summary.outcomes, summary.outcomes_minutes, summary.now)
     earlier = 0
-    if not entered.hourly:
+    if not entered.fine:
         earlier = sum(v for (d, _), v in summary.entered.items() if d < entered.first)
     earlier_note = (
         f" {earlier:,} domains entered their state before {_date(entered.first)} and are not drawn." if earlier else ""
     )
-    per = "hour" if entered.hourly else "day"
+    per, o_per = entered.name, outcomes.name
     cards = [
         (f"{summary.total:,}", "domains"),
         (f"{summary.changed_24h:,}", "state changes, last 24 h"),
@@ -781,11 +793,11 @@ domain are not stored and not shown.{_e(earlier_note)}</p>
 <h3>Domains entering each state, per {per}</h3>
 {_stacked_svg("entered-chart", f"Domains entering each state per {per}", entered, State, STATE_COLORS)}
 {_legend(entered, State, STATE_COLORS)}
-<h3>Outcomes per {"hour" if outcomes.hourly else "day"}</h3>
+<h3>Outcomes per {o_per}</h3>
 <p class="note">Every observation still in the domains' recent histories (the last entries of each domain,
-oldest dropped first), by {"hour" if outcomes.hourly else "day"} and outcome. Older observations have been
+oldest dropped first), by {o_per} and outcome. Older observations have been
 dropped from the records.</p>
-{_stacked_svg("outcomes-chart", "Outcomes per " + ("hour" if outcomes.hourly else "day"), outcomes, outcome_series, OUTCOME_COLORS)}
+{_stacked_svg("outcomes-chart", "Outcomes per " + o_per, outcomes, outcome_series, OUTCOME_COLORS)}
 {_legend(outcomes, outcome_series, OUTCOME_COLORS)}
 </section>
 

@@ -323,22 +323,34 @@ def test_domain_table_names_wrap_only_after_dots() -> None:
     assert 'id="domain-search"' in page and 'id="state-filter"' in page
 
 
-def test_charts_of_one_day_have_one_bar_per_hour() -> None:
+def test_charts_of_a_young_store_have_several_bars() -> None:
     now = time.time()
+    # Observations over the last 3 hours: one bar per 10 minutes.
     page = render_html(summarize(_learned(now), Policy(Config()), now))
     for chart in ("entered-chart", "outcomes-chart"):
         svg = re.search(
-            rf'<svg class="chart" id="{chart}"[^>]*data-bins="(\d+)" data-unit="(\w+)"(.*?)</svg>', page, re.S
+            rf'<svg class="chart" id="{chart}"[^>]*data-bins="(\d+)" data-unit="([\w ]+)"(.*?)</svg>', page, re.S
         )
         assert svg is not None
-        assert svg.group(2) == "hour" and int(svg.group(1)) >= 4
-        xs = {x for x in re.findall(r'<rect class="bar" x="([\d.]+)"', svg.group(3))}
+        assert svg.group(2) == "10 minutes" and int(svg.group(1)) >= 12
+        xs = set(re.findall(r'<rect class="bar" x="([\d.]+)"', svg.group(3)))
         assert len(xs) >= 3, chart  # several bars, not one
-    assert "Domains entering each state, per hour" in page
-    # Spread over many days: one bar per day.
-    week = summarize(_stats(now), Policy(Config()), now)
-    assert 'id="entered-chart"' in (page_week := render_html(week))
-    assert re.search(r'id="entered-chart"[^>]*data-unit="day"', page_week)
+    assert "Domains entering each state, per 10 minutes" in page
+    # Two crawls a few minutes apart: one bar per minute.
+    policy = Policy(Config())
+    fetch = Method.FETCH
+    quick = [
+        _observed(policy, f"a{i}.example", now - 300 + 240 * (i % 2), [(fetch, Outcome.OK_EMPTY, 200, None)])
+        for i in range(6)
+    ]
+    page = render_html(summarize(quick, policy, now))
+    svg = re.search(r'id="outcomes-chart"[^>]*data-bins="(\d+)" data-unit="minute"(.*?)</svg>', page, re.S)
+    assert svg is not None and int(svg.group(1)) >= 5
+    assert len(set(re.findall(r'<rect class="bar" x="([\d.]+)"', svg.group(2)))) == 2
+    # Over many days: one bar per day.
+    week = render_html(summarize(_stats(now), Policy(Config()), now))
+    assert re.search(r'id="entered-chart"[^>]*data-unit="day"', week)
+    assert re.search(r'id="outcomes-chart"[^>]*data-unit="day"', week)
 
 
 def test_what_it_saved_crawl_by_crawl(tmp_path: Path) -> None:
