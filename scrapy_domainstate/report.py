@@ -523,7 +523,7 @@ td.domain{min-width:14em}.examples{font-size:13px;color:var(--muted)}
 .filters input{min-width:260px}
 details.state{margin:6px 0;border:1px solid var(--line);border-radius:8px;padding:4px 12px}
 details.state summary{cursor:pointer;padding:4px 0}
-.saved b{color:#1a7f37}
+.saved b{color:#1a7f37}.scroll{overflow-x:auto}
 .badge{display:inline-block;white-space:nowrap;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;font-weight:600}
 .badge.light{color:#1f2328}
 .sw{display:inline-block;width:12px;height:12px;border-radius:3px;margin-right:6px;vertical-align:-1px}
@@ -632,11 +632,11 @@ def _saved_section(crawls: Sequence[CrawlSummary]) -> str:
     return (
         f'<p class="saved">Over these {len(crawls):,} crawls the plugin {verb} <b>{abs(total_saved):,} '
         f"requests</b>{_e(share)}, and saved <b>{sum(c.renders_saved for c in crawls):,} browser renders</b>.</p>"
-        '<table id="crawls-table"><thead><tr><th>Finished</th><th>Spider</th><th>Took</th>'
+        '<div class="scroll"><table id="crawls-table"><thead><tr><th>Finished</th><th>Spider</th><th>Took</th>'
         '<th class="num">Sent</th><th class="num">Probes</th><th class="num">Renders</th>'
         '<th class="num">Skipped</th><th>Skipped, by reason</th><th class="num">Requests saved</th>'
         '<th class="num">Renders saved</th><th class="num">State changes</th><th>Finish reason</th></tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
@@ -693,9 +693,9 @@ def _domains_section(summary: Summary) -> str:
         'placeholder="domain or reason" autocomplete="off"></label>'
         f'<label>State <select id="state-filter"><option value="">all states</option>{options}</select></label>'
         f'<span class="note">showing <b id="shown">{len(rows):,}</b> of {len(rows):,}.{more}</span></div>'
-        '<table id="domains-table"><thead><tr><th>Domain</th><th>State</th><th>Reason</th><th>Since</th>'
+        '<div class="scroll"><table id="domains-table"><thead><tr><th>Domain</th><th>State</th><th>Reason</th><th>Since</th>'
         '<th>Expires</th><th class="num">Fetches</th><th class="num">Useful</th><th class="num">Renders</th>'
-        f"<th>Last seen</th></tr></thead><tbody>{body}</tbody></table>"
+        f"<th>Last seen</th></tr></thead><tbody>{body}</tbody></table></div>"
     )
 
 
