@@ -427,13 +427,16 @@ def test_send_gate_hands_places_over_in_order() -> None:
 
 
 def test_startup_message_parts() -> None:
-    from scrapy_domainstate._startup import browser_handler, startup_message
+    from scrapy.settings import Settings
 
-    base = {"http": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler", "data": "x.DataHandler"}
-    assert browser_handler(base) is None
-    playwright = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
-    assert browser_handler({**base, "https": playwright}) == playwright
-    message, args = startup_message(Config(outcome="myproject.outcomes.useful"), "memory", None)
+    from scrapy_domainstate._browser import BrowserRoute
+    from scrapy_domainstate._startup import startup_message
+
+    off = BrowserRoute.check(Config.from_settings({}), Settings())
+    message, args = startup_message(
+        Config.from_settings({"DOMAINSTATE_OUTCOME": "myproject.outcomes.useful"}), "memory", off
+    )
     text = message % args
     assert "outcome source 'myproject.outcomes.useful' (useful = what myproject.outcomes.useful(response)" in text
-    assert text.endswith("browser route off (no browser download handler in DOWNLOAD_HANDLERS)")
+    assert text.endswith(f"browser route off ({off.reason})")
+    assert "DOWNLOAD_HANDLERS" in text or "scrapy-playwright" in text
