@@ -36,6 +36,6 @@ def startup_message(config: Config, store: str, browser: BrowserRoute) -> tuple[
     else:
         route = f"browser route off ({browser.reason})"
     return (
-        "scrapy-domainstate: store %s; outcome source %r (%s); %s",
+        "scrapy-domainstate: using %s; outcome source %r (%s); %s",
         (store, config.outcome, outcome_meaning(config), route),
     )

@@ -141,10 +141,10 @@ async def test_startup_line_and_close_summary(
     with caplog.at_level(logging.INFO):
         first = await run_crawl(settings, urls)
     info = _ds_lines(caplog)
-    start = [line for line in info if line.startswith("scrapy-domainstate: store ")]
+    start = [line for line in info if line.startswith("scrapy-domainstate: using ")]
     assert len(start) == 1, info
     path = crawl_settings["DOMAINSTATE_LMDB_PATH"]
-    assert f"store lmdb:{path}" in start[0]
+    assert f"using lmdb:{path};" in start[0]
     # What "useful" means with the default outcome source, and how to choose another.
     assert "outcome source 'contacts'" in start[0]
     assert "useful = the page shows an e-mail address, a phone number or a social-profile link" in start[0]
@@ -190,7 +190,7 @@ async def test_startup_line_names_the_outcome_source_and_the_browser_route(
     settings = ds(browser_settings, DOMAINSTATE_OUTCOME="items")
     with caplog.at_level(logging.INFO):
         await run_crawl(settings, [sites.url("friendly.test")])
-    start = [line for line in _ds_lines(caplog) if line.startswith("scrapy-domainstate: store ")]
+    start = [line for line in _ds_lines(caplog) if line.startswith("scrapy-domainstate: using ")]
     assert len(start) == 1
     assert "outcome source 'items'" in start[0]
     assert "useful = the callback yielded at least one item" in start[0]
