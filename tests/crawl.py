@@ -107,6 +107,10 @@ class CrawlResult:
     failures: list[FailureRecord]
     items: list[Any]
     resolver: TableResolver | None
+    #: The crawl did not start: the plugin's store could not open (``DomainStateUnavailable``,
+    #: which makes ``scrapy crawl`` exit with status 1); the spider was closed before its
+    #: first request and its stats say why.
+    start_failed: BaseException | None = None
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -283,6 +287,14 @@ def run_crawl(
             resolver.uninstall()
         return result
 
+    def start_failed(failure: Failure) -> CrawlResult:
+        from scrapy_domainstate.pipeline import DomainStateUnavailable
+
+        failure.trap(DomainStateUnavailable)
+        result = done(None)
+        result.start_failed = failure.value
+        return result
+
     d.addBoth(cleanup)
-    d.addCallback(done)
+    d.addCallbacks(done, start_failed)
     return d

@@ -440,3 +440,14 @@ def test_startup_message_parts() -> None:
     assert "outcome source 'myproject.outcomes.useful' (useful = what myproject.outcomes.useful(response)" in text
     assert text.endswith(f"browser route off ({off.reason})")
     assert "DOWNLOAD_HANDLERS" in text or "scrapy-playwright" in text
+
+
+@pytest_twisted.ensureDeferred
+async def test_in_process_the_crawl_fails_to_start(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
+    """The same in a script: the crawl's Deferred fails with DomainStateUnavailable."""
+    from scrapy_domainstate.pipeline import DomainStateUnavailable
+
+    result = await run_crawl(ds(crawl_settings, DOMAINSTATE_LMDB_PATH="/proc/nope"), [sites.url("friendly.test")])
+    assert isinstance(result.start_failed, DomainStateUnavailable)
+    assert result.stats["finish_reason"] == "domainstate_unavailable"
+    assert sites.requests("friendly.test") == []
