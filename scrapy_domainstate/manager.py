@@ -252,6 +252,7 @@ class DomainStateManager:
 
     def _summarize(self) -> None:
         """The close summary: logged, and kept in the store's crawl log for the report."""
+        self.telemetry.publish()  # the counts kept since the last flush, into Scrapy's stats
         spider = self.crawler.spider
         summary = CrawlSummary.from_stats(
             self.stats.get_stats(),
