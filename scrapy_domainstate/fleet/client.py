@@ -348,18 +348,19 @@ class RemoteClient:
     def _failed(self, failure: Failure, what: str) -> None:
         self.errors += 1
         timeout = bool(failure.check(Timeout))
+        status = failure.value.code if isinstance(failure.value, HTTPStatus) else None
         if timeout:
             self.timeouts += 1
-        elif failure.check(HTTPStatus) and failure.value.code in (401, 403):
+        elif status in (401, 403):
             self._warn_once("auth", "domainstate remote service refused the token: %s", failure.getErrorMessage())
-        if what == "report" and failure.check(HTTPStatus) and failure.value.code == 400:
+        if what == "report" and status == 400:
             self._warn_once("report400", "domainstate remote service rejected reports: %s", failure.getErrorMessage())
         if self.breaker.failure(hard=timeout):
             self.breaker_open += 1
             logger.warning(
                 "domainstate remote service failing (%s: %s): not calling it for %g s",
                 what,
-                failure.getErrorMessage() or failure.type.__name__,
+                failure.getErrorMessage() or type(failure.value).__name__,
                 self.breaker.cooldown,
             )
         else:

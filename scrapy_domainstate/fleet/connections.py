@@ -7,8 +7,9 @@ hold the service's file descriptors: :class:`BoundedChannel` gives each request 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from twisted.internet.interfaces import ITCPTransport
 from twisted.web import http, server
 
 from .limits import Limits
@@ -47,8 +48,7 @@ class BoundedChannel(http.HTTPChannel):
     def _too_slow(self) -> None:
         self._deadline = None
         self.site.service.counters["conn/too_slow"] += 1
-        if self.transport is not None:
-            self.transport.abortConnection()
+        _abort(self)
 
     def allHeadersReceived(self) -> None:
         super().allHeadersReceived()
@@ -82,7 +82,8 @@ class BoundedSite(server.Site):
     closed for slow ones).
     """
 
-    protocol = BoundedChannel
+    # The channel itself, not Twisted's HTTP/1-or-2 wrapper: the site tracks its channels.
+    protocol = BoundedChannel  # type: ignore[assignment]
     limits = Limits()
     service: DomainStateService
     sweep_delay = 0.25
@@ -112,8 +113,7 @@ class BoundedSite(server.Site):
         del self.waiting[oldest]
         self.channels.discard(oldest)
         self.service.counters["conn/evicted"] += 1
-        if oldest.transport is not None:
-            oldest.transport.abortConnection()
+        _abort(oldest)
         return True
 
     def _sweep_waiting(self) -> None:
@@ -137,3 +137,9 @@ class BoundedSite(server.Site):
 
     def log(self, request: Any) -> None:  # no access log: it would hold the tokens' callers
         pass
+
+
+def _abort(channel: BoundedChannel) -> None:
+    """Close ``channel`` now, without waiting for its buffers to drain."""
+    if channel.transport is not None:
+        cast(ITCPTransport, channel.transport).abortConnection()

@@ -44,7 +44,8 @@ class _Request(server.Request):
     def gotLength(self, length: int | None) -> None:
         self.body_size = 0
         self.body_too_large = length is not None and length > self.max_body
-        self.content = io.BytesIO()  # never more than max_body bytes: no temporary file
+        self._buffer = io.BytesIO()  # never more than max_body bytes: no temporary file
+        self.content = self._buffer
 
     def handleContentChunk(self, data: bytes) -> None:
         if self.body_too_large:
@@ -52,8 +53,8 @@ class _Request(server.Request):
         self.body_size += len(data)
         if self.body_size > self.max_body:
             self.body_too_large = True
-            self.content.seek(0)
-            self.content.truncate()
+            self._buffer.seek(0)
+            self._buffer.truncate()
             return
         super().handleContentChunk(data)
 
@@ -90,7 +91,7 @@ class _Api(Resource):
         path, _, query = request.uri.partition(b"?")
         method = request.method
         if path == API_PATH.encode():
-            allowed = (b"GET", b"POST")
+            allowed: tuple[bytes, ...] = (b"GET", b"POST")
         elif path == STATS_PATH.encode():
             allowed = (b"GET",)
         else:
@@ -107,19 +108,25 @@ class _Api(Resource):
             service.counters["req/lookup"] += 1
             return 200, service.lookup(parse_domains(query, service.limits))
         service.counters["req/report"] += 1
-        content_type = (request.getHeader(b"Content-Type") or b"").decode("latin-1")
-        media, *params = (p.strip().lower() for p in content_type.split(";"))
-        charset = next((p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")), "utf-8")
-        if media != "application/json" or charset not in ("utf-8", "utf8"):
-            raise ApiError(415, "the body must be 'application/json' (UTF-8)", "Content-Type")
-        if getattr(request, "body_too_large", False):
-            raise ApiError(413, f"the body is larger than {service.limits.max_body} bytes", "body")
-        request.content.seek(0)
-        body = request.content.read(service.limits.max_body + 1)
-        if len(body) > service.limits.max_body:
-            raise ApiError(413, f"the body is larger than {service.limits.max_body} bytes", "body")
-        reports = parse_reports(body, service.limits, service.clock())
+        reports = parse_reports(_json_body(request, service.limits.max_body), service.limits, service.clock())
         return 200, service.report(reporter, reports)
+
+
+def _json_body(request: server.Request, max_body: int) -> bytes:
+    """The body of a POST: UTF-8 JSON of at most ``max_body`` bytes; raises 415 or 413."""
+    content_type = (request.getHeader(b"Content-Type") or b"").decode("latin-1")
+    media, *params = (p.strip().lower() for p in content_type.split(";"))
+    charset = next((p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")), "utf-8")
+    if media != "application/json" or charset not in ("utf-8", "utf8"):
+        raise ApiError(415, "the body must be 'application/json' (UTF-8)", "Content-Type")
+    too_large = ApiError(413, f"the body is larger than {max_body} bytes", "body")
+    if getattr(request, "body_too_large", False) or request.content is None:
+        raise too_large
+    request.content.seek(0)
+    body = request.content.read(max_body + 1)
+    if len(body) > max_body:
+        raise too_large
+    return body
 
 
 def make_site(

@@ -9,11 +9,12 @@ once (:class:`Endpoints`), and the errors a call ends with are typed (:class:`Ti
 from __future__ import annotations
 
 from ipaddress import ip_address
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.endpoints import HostnameEndpoint, TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
+from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 from twisted.web.client import BrowserLikePolicyForHTTPS, ResponseDone
@@ -109,8 +110,12 @@ class _CappedBody(Protocol):
 
     def _abort(self) -> None:
         self.too_large = True
+        self.stop()
+
+    def stop(self) -> None:
+        """Drop the connection: the body's transport is the response's producer."""
         if self.transport is not None:
-            self.transport.stopProducing()
+            cast(IPushProducer, self.transport).stopProducing()
 
     def dataReceived(self, data: bytes) -> None:
         if self.too_large:
@@ -165,8 +170,7 @@ def read_capped(response: Any, limit: int) -> Deferred[bytes]:
     proto: _CappedBody
 
     def cancel(_: Deferred[bytes]) -> None:
-        if proto.transport is not None:
-            proto.transport.stopProducing()
+        proto.stop()
 
     finished: Deferred[bytes] = Deferred(cancel)
     length = response.length
