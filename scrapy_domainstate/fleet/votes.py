@@ -24,6 +24,8 @@ __all__ = ["Consensus", "Vote", "VoteTable", "compute_consensus"]
 
 @dataclass(frozen=True, slots=True)
 class Vote:
+    """One reporter's vote on a domain."""
+
     reporter: str
     state: State
     last_seen: float
@@ -31,6 +33,8 @@ class Vote:
 
 @dataclass(frozen=True, slots=True)
 class Consensus:
+    """A domain's verdict computed from its current votes (see :func:`compute_consensus`)."""
+
     state: State
     consensus: float
     reporters: int
@@ -39,6 +43,7 @@ class Consensus:
     expires_at: float | None
 
     def as_json(self) -> dict[str, Any]:
+        """The verdict as a lookup answers it (what :mod:`.protocol` parses on the client)."""
         return {
             "state": self.state.value,
             "consensus": round(self.consensus, 4),
