@@ -41,10 +41,12 @@ except ImportError:  # pragma: no cover - idna is a dependency of tldextract
 if TYPE_CHECKING:
     from tldextract import TLDExtract
 
-__all__ = ["MAX_KEY_BYTES", "domain_key", "host_of", "is_site_root"]
+__all__ = ["MAX_DOMAIN_LENGTH", "MAX_KEY_BYTES", "domain_key", "host_of", "is_domain_key", "is_site_root"]
 
 #: Upper bound of a key's UTF-8 length (LMDB's own limit is 511 bytes).
 MAX_KEY_BYTES = 200
+#: Longest key :func:`is_domain_key` accepts (a DNS name's limit).
+MAX_DOMAIN_LENGTH = 253
 _DIGEST_CHARS = 16
 _CACHE_SIZE = 65536
 
@@ -59,6 +61,8 @@ _FORBIDDEN_HOST_RE = re.compile(r"[\x00-\x20\x7f#%/:<>?@\[\\\]^|]")
 _PLAIN_AUTHORITY_RE = re.compile(r"https?://([^/?#\\@\[:]*)(?::[^/?#\\@\[:]*)?(?:/|\Z)").match
 # Full stops that IDNA (UTS #46) maps to '.'.
 _DOT_TRANSLATION = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+# One label of a normalised hostname: lowercase LDH, 1-63 characters.
+_LABEL_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
 _extractor_lock = threading.Lock()
 _extractor: TLDExtract | None = None
@@ -307,3 +311,21 @@ def is_site_root(url: str) -> bool:
     rest = parts[1].partition("#")[0]
     path, _, query = rest.partition("?")
     return path in ("", "/", "\\") and not query
+
+
+def is_domain_key(text: object) -> bool:
+    """Whether ``text`` has the syntax of a key :func:`domain_key` produces, in full.
+
+    Lowercase LDH labels (IDNs in their ``xn--`` form) of 1-63 characters, at most
+    :data:`MAX_DOMAIN_LENGTH` characters in all; or an IPv4 address; or an IPv6 address in
+    its compressed form. The shortened ``...#digest`` keys of overlong hosts do not pass:
+    they are never shared with other crawlers (the fleet's wire format accepts only these).
+    """
+    if not isinstance(text, str) or not text or len(text) > MAX_DOMAIN_LENGTH:
+        return False
+    if ":" in text:
+        try:
+            return IPv6Address(text).compressed == text
+        except ValueError:
+            return False
+    return all(_LABEL_RE.fullmatch(label) for label in text.split("."))

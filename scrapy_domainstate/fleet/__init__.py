@@ -1,0 +1,18 @@
+"""Many crawlers, one state: the shared domain-state service and its client (docs/SPEC.md section 7).
+
+One role a module:
+
+* :mod:`.protocol`: the wire format both sides validate (paths, limits, domain keys,
+  numbers, JSON, the shape of a verdict);
+* :mod:`.verdicts`: what a remote verdict is and when a crawler adopts it (pure);
+* :mod:`.transport` and :mod:`.client`: the crawler side (capped, timed HTTP calls; the
+  batched, fail-safe :class:`~.client.RemoteClient`);
+* :mod:`.validation`, :mod:`.votes`, :mod:`.service`, :mod:`.site`, :mod:`.cli`: the
+  reference service (request validation, the vote table and the consensus, the API's logic,
+  the Twisted site with its connection limits, the command line).
+
+Users import from :mod:`scrapy_domainstate.remote` (the client) and
+:mod:`scrapy_domainstate.service` (the service, ``python -m scrapy_domainstate.service``).
+"""
+
+__all__: list[str] = []
