@@ -1,0 +1,292 @@
+"""Bounded, shared views of a response body and one-pass literal scanning.
+
+Pure: bytes in, no I/O. Three jobs, used by the classifier and the contact scan:
+
+- :func:`lowered`: the lowercased first ``limit`` bytes of a body, made once per response and
+  shared (a one-entry memo keyed by the body object itself, so the classifier and the contact
+  scan of the same response lowercase it once);
+- :class:`LiteralScanner`: which of a fixed set of lowercase literals occur in a view. With the
+  optional ``hyperscan`` package it is one automaton pass; without it, a few ``bytes.find``
+  passes over shared anchors (C-speed, no per-byte Python loop). Both give the same answer;
+- HTML structure helpers: the page title, the visible text of small pages, and the markup of a
+  long page past the scanned prefix with ``<script>``/``<style>`` contents skipped (bounded).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "HAVE_HYPERSCAN",
+    "LiteralScanner",
+    "extended_view",
+    "lowered",
+    "title_of",
+    "visible_text",
+]
+
+try:  # optional fast engine
+    import hyperscan as _hs
+except ImportError:  # pragma: no cover - depends on the machine
+    _hs = None
+
+#: Whether the optional ``hyperscan`` engine is importable here.
+HAVE_HYPERSCAN = _hs is not None
+
+# ------------------------------------------------------------------ the shared lowercase view
+
+_LAST: tuple[Any, int, bytes] | None = None
+
+
+def _prefix(body: Any, limit: int) -> bytes:
+    if not body:
+        return b""
+    if isinstance(body, str):
+        return body[:limit].encode("utf-8", "replace")[:limit]
+    if isinstance(body, bytes):
+        return body[:limit]
+    try:
+        return bytes(body[:limit])
+    except TypeError:
+        return b""
+
+
+def lowered(body: Any, limit: int) -> bytes:
+    """``body[:limit].lower()`` as bytes (``str`` bodies are UTF-8 encoded first).
+
+    The last answer is memoised by the identity of ``body``: the classifier and the contact
+    scan ask for the same response body one after the other and share one copy. (The memo
+    holds a reference to that one body until the next call; assignment of the tuple is
+    atomic, so threads at worst recompute.)
+    """
+    global _LAST
+    last = _LAST
+    if last is not None and last[0] is body and last[1] == limit:
+        return last[2]
+    low = _prefix(body, limit).lower()
+    if isinstance(body, (bytes, str)):
+        _LAST = (body, limit, low)
+    return low
+
+
+# ------------------------------------------------------------------ literal scanning
+
+_ANCHOR_MIN = 6
+_ANCHOR_MAX = 24
+_MAX_ANCHOR_HITS = 64
+
+Groups = tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]
+
+
+def choose_anchors(literals: Iterable[bytes]) -> Groups:
+    """Group literals under few shared substrings ("anchors"), greedily.
+
+    The pure scan then runs one ``bytes.find`` pass per anchor instead of one per literal: at
+    each anchor hit, the literals of its group are checked in place with ``startswith``. Each
+    literal is checked at the offset of the anchor's *first* occurrence in it, which finds every
+    occurrence of the literal (each one contains that occurrence of the anchor).
+    """
+    remaining = set(literals)
+    groups = []
+    while remaining:
+        counts: Counter[bytes] = Counter()
+        for lit in remaining:
+            if len(lit) <= _ANCHOR_MIN:
+                counts[lit] += 1
+                continue
+            subs = {
+                lit[i : i + size]
+                for size in range(_ANCHOR_MIN, min(len(lit), _ANCHOR_MAX) + 1)
+                for i in range(len(lit) - size + 1)
+            }
+            counts.update(subs)
+        best = max(counts, key=lambda s: (counts[s], len(s), s))
+        members = sorted(lit for lit in remaining if best in lit)
+        groups.append((best, tuple((lit, lit.index(best)) for lit in members)))
+        remaining.difference_update(members)
+    return tuple(groups)
+
+
+def scan_groups(low: bytes, groups: Groups) -> set[bytes]:
+    """The literals of ``groups`` present in ``low``: one ``find`` pass per anchor."""
+    found: set[bytes] = set()
+    find = low.find
+    startswith = low.startswith
+    for anchor, members in groups:
+        pos = find(anchor)
+        if pos < 0:
+            continue
+        if len(members) == 1 and members[0][0] == anchor:
+            found.add(anchor)
+            continue
+        pending = members
+        hits = 0
+        while pos >= 0 and pending:
+            hits += 1
+            if hits > _MAX_ANCHOR_HITS:  # a common anchor: check the rest directly
+                found.update(lit for lit, _ in pending if lit in low)
+                break
+            still = []
+            for lit, off in pending:
+                if off <= pos and startswith(lit, pos - off):
+                    found.add(lit)
+                else:
+                    still.append((lit, off))
+            pending = tuple(still)
+            pos = find(anchor, pos + 1)
+    return found
+
+
+class LiteralScanner:
+    """Which of ``literals`` (lowercase bytes) occur in a lowercase view.
+
+    ``engine``: ``'auto'`` (hyperscan when importable, else pure), ``'hyperscan'`` or
+    ``'pure'``. Thread-safe: hyperscan scratch space is allocated per call.
+    """
+
+    def __init__(self, literals: Iterable[bytes], engine: str = "auto") -> None:
+        self.literals: tuple[bytes, ...] = tuple(sorted({bytes(lit) for lit in literals if lit}))
+        if engine not in ("auto", "hyperscan", "pure"):
+            raise ValueError(f"engine must be 'auto', 'hyperscan' or 'pure', got {engine!r}")
+        if engine == "hyperscan" and _hs is None:
+            raise ValueError("the 'hyperscan' engine needs the hyperscan package (pip install hyperscan)")
+        use_hs = _hs is not None and engine != "pure" and bool(self.literals)
+        self.engine = "hyperscan" if use_hs else "pure"
+        self._groups = choose_anchors(self.literals)
+        self._db: Any = None
+        if use_hs:
+            assert _hs is not None
+            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            # Hyperscan reads PCRE syntax: every byte that is not a digit or a lowercase letter
+            # is written as \\xHH, so a literal means exactly itself.
+            escaped = [_pcre_literal(lit) for lit in self.literals]
+            db.compile(
+                expressions=escaped,
+                ids=list(range(len(escaped))),
+                elements=len(escaped),
+                flags=[_hs.HS_FLAG_SINGLEMATCH] * len(escaped),
+            )
+            self._db = db
+
+    def scan(self, low: bytes) -> set[bytes]:
+        """The literals present in ``low``."""
+        if not low or not self.literals:
+            return set()
+        if self._db is None:
+            return scan_groups(low, self._groups)
+        hits: list[int] = []
+        self._db.scan(low, match_event_handler=_collect, context=hits)
+        literals = self.literals
+        return {literals[i] for i in hits}
+
+
+def _pcre_literal(lit: bytes) -> bytes:
+    return b"".join(bytes((c,)) if 48 <= c <= 57 or 97 <= c <= 122 else b"\\x%02x" % c for c in lit)
+
+
+def _collect(ident: int, start: int, end: int, flags: int, context: list[int]) -> None:
+    context.append(ident)
+
+
+# ------------------------------------------------------------------ HTML structure
+
+_WS = b" \t\r\n\f\v"
+_HIDDEN_ELEMENTS = (b"script", b"style", b"noscript", b"template")
+
+
+def title_of(low: bytes) -> bytes:
+    """The text of the first ``<title>`` of a lowercase view, stripped (``b''`` when none)."""
+    start = low.find(b"<title")
+    if start < 0:
+        return b""
+    gt = low.find(b">", start, start + 200)
+    if gt < 0:
+        return b""
+    end = low.find(b"</title", gt, gt + 1024)
+    return low[gt + 1 : end if end >= 0 else gt + 256].strip()
+
+
+def visible_text(low: bytes, limit: int) -> bytes | None:
+    """The visible text of a lowercase view, whitespace-collapsed, or ``None`` when it reaches
+    ``limit`` characters (counting stops there: the cost is bounded by the markup read).
+
+    Text inside ``<script>``, ``<style>``, ``<noscript>``, ``<template>``, comments and the
+    ``<head>`` (the title included) does not count; reading starts at ``<body`` when there is one.
+    """
+    n = len(low)
+    i = low.find(b"<body")
+    i = 0 if i < 0 else i
+    parts: list[bytes] = []
+    count = 0
+    while i < n:
+        lt = low.find(b"<", i)
+        end = n if lt < 0 else lt
+        if end > i:
+            words = low[i:end].split()
+            if words:
+                text = b" ".join(words)
+                count += len(text) + 1
+                if count > limit:
+                    return None
+                parts.append(text)
+        if lt < 0:
+            break
+        if low.startswith(b"<!--", lt):
+            close = low.find(b"-->", lt + 4)
+            i = n if close < 0 else close + 3
+            continue
+        if low.startswith(b"<title", lt):
+            close = low.find(b"</title", lt)
+            lt = n if close < 0 else close
+        hidden = next((t for t in _HIDDEN_ELEMENTS if low.startswith(t, lt + 1)), None)
+        if hidden is not None:
+            close = low.find(b"</" + hidden, lt)
+            if close < 0:
+                break
+            lt = close
+        gt = low.find(b">", lt)
+        i = n if gt < 0 else gt + 1
+    return b" ".join(parts)
+
+
+_OPEN_SKIPPED = re.compile(rb"<(script|style)\b[^>]*>", re.I)
+_CLOSE = {b"script": re.compile(rb"</script", re.I), b"style": re.compile(rb"</style", re.I)}
+
+
+def _inside(low: bytes) -> bytes | None:
+    """The element (``script``/``style``) a lowercase prefix ends inside of, if any."""
+    for name in (b"script", b"style"):
+        if low.rfind(b"<" + name) > low.rfind(b"</" + name):
+            return name
+    return None
+
+
+def extended_view(body: bytes, start: int, low_prefix: bytes, limit: int, cap: int) -> bytes:
+    """Lowercased markup of ``body[start:cap]`` with ``<script>``/``<style>`` contents skipped,
+    at most ``limit`` bytes of it (opening tags, and so their ``src`` attributes, are kept).
+
+    ``low_prefix`` is the view that ends at ``start``: when it ends inside a script or style
+    element, reading resumes after that element's end. The cost is bounded by ``cap``.
+    """
+    end = min(len(body), cap)
+    pos = start
+    inside = _inside(low_prefix[-200_000:]) if low_prefix else None
+    if inside is not None:
+        close = _CLOSE[inside].search(body, pos, end)
+        pos = end if close is None else close.start()
+    pieces: list[bytes] = []
+    total = 0
+    while pos < end and total < limit:
+        m = _OPEN_SKIPPED.search(body, pos, end)
+        stop = end if m is None else m.end()
+        piece = body[pos : min(stop, pos + limit - total)]
+        pieces.append(piece)
+        total += len(piece)
+        if m is None:
+            break
+        close = _CLOSE[m.group(1).lower()].search(body, m.end(), end)
+        pos = end if close is None else close.start()
+    return b"".join(pieces).lower()
