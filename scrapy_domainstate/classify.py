@@ -30,6 +30,7 @@ from .markers import (
     CAPTCHA_WIDGETS,
     CHALLENGE_SCRIPTS,
     HINT_VENDOR_ORDER,
+    NAMING_ONLY,
     SMALL_PAGE,
     VERIFY_PHRASES,
     Marker,
@@ -59,8 +60,11 @@ INTERSTITIAL_MAX_LINKS = 10
 #: A long page with a challenge marker counts as interstitial-shaped up to this much text
 #: (site-branded challenge pages explain themselves in several languages).
 BRANDED_MAX_TEXT = 4000
-#: "Empty but for a script": fewer visible characters than this, at most 2 links and 6 scripts.
-EMPTY_PAGE_MAX_TEXT = 200
+#: A verification phrase in the text (not the title) counts on pages with less text than this.
+PHRASE_MAX_TEXT = 700
+#: "Empty but for a script": no title, fewer visible characters than this, at most 2 links and
+#: 6 scripts (vendors inject their sensor scripts into every page, small ones included).
+EMPTY_PAGE_MAX_TEXT = 40
 #: A long page whose scanned prefix shows no content is read up to this many bytes.
 EXTENDED_SCAN_CAP = 1 << 20
 #: Grace for a certificate's ``notBefore`` against a slightly slow local clock.
@@ -741,15 +745,28 @@ class Classifier:
         vendor = self._vendor(cues)
         title = self._title(low, ext)
         text = shape.text
-        if any(p in cues and (p in title or p in text) for p in self._phrases):
-            return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or 'generic'}:interstitial", True)
         view = shape.view
+        phrases = [p for p in self._phrases if p in cues]
+        fields: bool | None = None
+        if phrases:
+            if any(p in title for p in phrases):
+                return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or 'generic'}:interstitial", True)
+            # In the text only: a shorter page, and not a form a person fills in ("Are you a
+            # robot?" next to a login form's password field is the form's own captcha).
+            if len(text) < PHRASE_MAX_TEXT and any(p in text for p in phrases):
+                fields = _person_fields(view)
+                if not fields:
+                    return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or 'generic'}:interstitial", True)
         for widget_vendor, name, lits in self._widgets:
-            if not cues.isdisjoint(lits) and not _person_fields(view):
-                return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or widget_vendor}:{name}", True)
-        if shape.empty:
+            if not cues.isdisjoint(lits):
+                if fields is None:
+                    fields = _person_fields(view)
+                if not fields:
+                    return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or widget_vendor}:{name}", True)
+                break
+        if shape.empty and not title:
             for script_vendor, name, lits in self._scripts:
-                if not cues.isdisjoint(lits):
+                if script_vendor not in NAMING_ONLY and not cues.isdisjoint(lits):
                     return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or script_vendor}:{name}", True)
         return None
 

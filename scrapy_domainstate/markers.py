@@ -36,6 +36,7 @@ __all__ = [
     "CAPTCHA_WIDGETS",
     "CHALLENGE_SCRIPTS",
     "HINT_VENDOR_ORDER",
+    "NAMING_ONLY",
     "SMALL_PAGE",
     "VERIFY_PHRASES",
     "Marker",
@@ -396,31 +397,22 @@ VERIFY_PHRASES: tuple[str, ...] = (
     "enable javascript and cookies to continue",
     "v\u00e9rification en cours",
     "sentimos la interrupci\u00f3n",
-    "\u9a8c\u8bc1",  # Chinese "verify"
-    "\u4eba\u673a",  # Chinese "human-machine" (captcha)
+    "\u5b89\u5168\u9a8c\u8bc1",  # Chinese "security verification"
+    "\u4eba\u673a\u9a8c\u8bc1",  # Chinese "human verification"
+    "\u5f00\u59cb\u9a8c\u8bc1",  # Chinese "start verification"
 )
 
 #: Captcha widgets: vendor -> (evidence name, literals). On an interstitial-shaped page
 #: without a form field for a person, a widget makes the page a captcha wall.
 CAPTCHA_WIDGETS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
     {
-        "perimeterx": ("px-captcha", ('id="px-captcha"', "px-cdn.net")),
+        # The widget *elements*, not the vendors' API scripts: single-page apps load those
+        # scripts in an empty shell and render their login form later.
+        "perimeterx": ("px-captcha", ('id="px-captcha"',)),
         "datadome": ("captcha", ("captcha-delivery.com",)),
-        "cloudflare": ("turnstile", ("cf-turnstile", "challenges.cloudflare.com/turnstile")),
-        "arkose": ("funcaptcha", ("arkoselabs.com", "funcaptcha")),
-        "tencent": ("captcha", ("tencentcaptcha", "turing.captcha.qcloud.com", "captcha.qq.com")),
-        "geetest": ("captcha", ("geetest",)),
-        "captcha": (
-            "captcha-wall",
-            (
-                "g-recaptcha",
-                "recaptcha/api.js",
-                "recaptcha/enterprise.js",
-                "h-captcha",
-                "hcaptcha.com/1/api.js",
-                "frc-captcha",
-            ),
-        ),
+        "cloudflare": ("turnstile", ("cf-turnstile",)),
+        "tencent": ("captcha", ('id="tencentcaptcha"',)),
+        "captcha": ("captcha-wall", ("g-recaptcha", "h-captcha", "frc-captcha")),
     }
 )
 
@@ -428,7 +420,9 @@ CAPTCHA_WIDGETS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
 #: of these (no visible text, no links, a handful of scripts) is that vendor's challenge.
 CHALLENGE_SCRIPTS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
     {
-        "cloudflare": ("script-wall", ("/cdn-cgi/bm/cv/", "/cdn-cgi/challenge-platform/", "__cf$cv$params")),
+        # Not /cdn-cgi/challenge-platform/: Cloudflare injects that beacon into normal pages,
+        # tiny ones included. Bot Fight Mode's interstitial loads /cdn-cgi/bm/cv/.
+        "cloudflare": ("script-wall", ("/cdn-cgi/bm/cv/",)),
         "imperva": ("script-wall", ("_incapsula_resource",)),
         "perimeterx": ("script-wall", ("_pxappid", "px-cdn.net", "perimeterx")),
         "datadome": ("script-wall", ("captcha-delivery.com", "datadome")),
@@ -443,8 +437,16 @@ CHALLENGE_SCRIPTS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
         "distil": ("script-wall", ("distil_", "/dspf.js")),
         "vercel": ("script-wall", ("/vercel/security/",)),
         "ddos-guard": ("script-wall", ("ddos-guard",)),
+        # Captcha providers' scripts only name the vendor of a page found by another cue.
+        "arkose": ("script-wall", ("arkoselabs.com", "funcaptcha")),
+        "tencent": ("script-wall", ("turing.captcha.qcloud.com", "tencentcaptcha", "captcha.qq.com")),
+        "geetest": ("script-wall", ("geetest",)),
+        "captcha": ("script-wall", ("recaptcha/api.js", "recaptcha/enterprise.js", "hcaptcha.com/1/api.js")),
     }
 )
+
+#: Vendors of :data:`CHALLENGE_SCRIPTS` whose script alone never makes an empty page a challenge.
+NAMING_ONLY: frozenset[str] = frozenset({"arkose", "tencent", "geetest", "captcha"})
 
 #: Which vendor a structural verdict names when several cues are present: bot managers (whose
 #: pages embed third-party captchas) before captcha providers, ``generic`` when none.
