@@ -37,7 +37,7 @@ from .markers import (
     merge_markers,
 )
 from .record import HARD_BLOCK_PREFIX, Outcome
-from .textscan import LiteralScanner, extended_view, lowered, title_of, visible_text
+from .textscan import LiteralScanner, Subset, extended_view, lowered, title_of, visible_text
 
 __all__ = [
     "EXTENDED_SCAN_CAP",
@@ -280,6 +280,8 @@ class _Plan:
     headless: tuple[_Compiled, ...]  # the same without body/regex/title markers
     #: Markers that fire on the status alone (then there is no fast "clean" answer).
     has_status: bool
+    #: The literals this plan's markers and the structural cues need from the body scan.
+    literals: Subset
 
 
 def _in_script(low: bytes, pos: int) -> bool:
@@ -309,26 +311,41 @@ def _person_fields(view: bytes) -> bool:
     return _PERSON_FIELD.search(view) is not None
 
 
+def _links_at_least(view: bytes, n: int) -> bool:
+    """Whether ``view`` has at least ``n`` links (stops counting there)."""
+    pos = view.find(b"<a ")
+    while pos >= 0:
+        n -= 1
+        if n <= 0:
+            return True
+        pos = view.find(b"<a ", pos + 3)
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class _Shape:
-    """What a page looks like: its visible text (when short), links, and whether it is an
-    interstitial (little text, few links) or empty (no text to speak of, a few scripts)."""
+    """What a page looks like: its visible text (when short), and whether it is branded
+    (little text for a long page), an interstitial (less text, few links) or empty (no text
+    to speak of, a few scripts)."""
 
     view: bytes
     text: bytes
-    links: int
+    branded: bool
     interstitial: bool
     empty: bool
 
     @classmethod
-    def of(cls, low: bytes, ext: bytes, max_text: int) -> _Shape:
+    def of(cls, low: bytes, ext: bytes) -> _Shape:
         view = low + ext if ext else low
-        links = view.count(b"<a ")
-        text = visible_text(view, max_text) if links < INTERSTITIAL_MAX_LINKS else None
+        if _links_at_least(view, INTERSTITIAL_MAX_LINKS):
+            return cls(view, b"", False, False, False)
+        text = visible_text(view, BRANDED_MAX_TEXT)
         if text is None:
-            return cls(view, b"", links, False, False)
-        empty = len(text) < EMPTY_PAGE_MAX_TEXT and links <= 2 and view.count(b"<script") <= 6
-        return cls(view, text, links, True, empty)
+            return cls(view, b"", False, False, False)
+        interstitial = len(text) < INTERSTITIAL_MAX_TEXT
+        empty = interstitial and len(text) < EMPTY_PAGE_MAX_TEXT and not _links_at_least(view, 3)
+        empty = empty and view.count(b"<script") <= 6
+        return cls(view, text, True, interstitial, empty)
 
 
 # ------------------------------------------------------------------ failures
@@ -580,11 +597,8 @@ class Classifier:
         self._widgets = self._cues(CAPTCHA_WIDGETS, rank)
         self._scripts = self._cues(CHALLENGE_SCRIPTS, rank)
         self._rank = rank
-        self._cue_literals = frozenset(self._phrases) | {
+        self._cue_literals = frozenset(
             lit for table in (self._widgets, self._scripts) for _, _, lits in table for lit in lits
-        }
-        self._interstitial_literals = frozenset(
-            lit for c in self._markers if c.marker.interstitial for lit in c.scanned()
         )
         literals = set(self._cue_literals)
         for c in self._markers:
@@ -627,52 +641,57 @@ class Classifier:
             if c.marker.interstitial and not small and status not in BLOCK_STATUSES:
                 continue
             eligible.append(c)
+        wanted = set(self._cue_literals)
+        for c in eligible:
+            wanted |= c.scanned()
         plan = _Plan(
             markers=tuple(eligible),
             headless=tuple(c for c in eligible if c.kind not in ("body", "regex", "title")),
             has_status=any(c.kind == "status" for c in eligible),
+            literals=self.scanner.subset(wanted),
         )
         if len(self._plans) < 4096:
             self._plans[key] = plan
         return plan
 
-    def _views(self, low: bytes | None, size: int, body: Any) -> tuple[bytes, set[bytes]]:
-        """The extended view past the scanned prefix (``b''`` when not needed) and every
-        literal found in the prefix and in it.
+    def _extend(self, low: bytes | None, size: int, body: Any) -> bytes:
+        """The extended view past the scanned prefix, ``b''`` when not needed.
 
         A page longer than the prefix whose prefix shows no content (few links, little
         visible text: a head full of inline styles or scripts, as on site-branded challenge
         pages) is read further, scripts and styles skipped, up to :data:`EXTENDED_SCAN_CAP`
         bytes of body and twice ``body_scan_bytes`` bytes of markup.
         """
-        if not low:
-            return b"", set()
-        found = self.scanner.scan(low)
-        if size <= len(low) or len(low) < self.scan_bytes or not isinstance(body, (bytes, bytearray)):
-            return b"", found
-        if low.count(b"<a ") >= INTERSTITIAL_MAX_LINKS or visible_text(low, INTERSTITIAL_MAX_TEXT) is None:
-            return b"", found
+        if not low or size <= len(low) or len(low) < self.scan_bytes or not isinstance(body, (bytes, bytearray)):
+            return b""
+        if _links_at_least(low, INTERSTITIAL_MAX_LINKS) or visible_text(low, INTERSTITIAL_MAX_TEXT) is None:
+            return b""
         raw = bytes(body) if isinstance(body, bytearray) else body
-        ext = extended_view(raw, len(low), low, 2 * self.scan_bytes, EXTENDED_SCAN_CAP)
-        if ext:
-            found |= self.scanner.scan(ext)
-        return ext, found
+        return extended_view(raw, len(low), low, 2 * self.scan_bytes, EXTENDED_SCAN_CAP)
 
     def _antibot(
         self, status: int, hdrs: Mapping[str, str], low: bytes | None, size: int, body: Any = None
     ) -> Verdict | None:
-        ext, found = self._views(low, size, body)
+        ext = self._extend(low, size, body)
         small = size <= SMALL_PAGE
-        if not small and status not in BLOCK_STATUSES and low and not found.isdisjoint(self._interstitial_literals):
-            small = _Shape.of(low, ext, BRANDED_MAX_TEXT).interstitial
+        shape: _Shape | None = None
+        if not small and low and status not in BLOCK_STATUSES and not _links_at_least(low, INTERSTITIAL_MAX_LINKS):
+            # A long page counts as small (interstitial markers apply) when it shows little.
+            shape = _Shape.of(low, ext)
+            small = shape.branded
         plan = self._plan(status, small, bool(low))
+        found = self.scanner.scan(low, plan.literals) if low else set()
+        if ext:
+            found |= self.scanner.scan(ext, plan.literals)
         if (
             not found
             and not plan.has_status
             and (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY))
+            and (not low or (size > SMALL_PAGE and not ext))
         ):
-            # The usual page: no literal of any marker or cue, no status marker and no marker
-            # header (``hdrs`` holds only marker headers and content-type).
+            # The usual page: no literal of any marker or cue, no status marker, no marker
+            # header (``hdrs`` holds only marker headers and content-type), and too long to be
+            # an interstitial (a long page that shows nothing in its prefix has ``ext``).
             return None
         title: bytes | None = None
         for c in plan.markers if found else plan.headless:
@@ -712,9 +731,11 @@ class Classifier:
                 continue
             hard = c.marker.hard
             return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)
-        if not low or found.isdisjoint(self._cue_literals):
+        if not low:
             return None
-        return self._structural(status, low, ext, found)
+        if found.isdisjoint(self._cue_literals) and size > SMALL_PAGE and not ext:
+            return None  # no vendor cue, and too long for a phrase alone to count
+        return self._structural(status, low, ext, found, shape)
 
     @staticmethod
     def _title(low: bytes | None, ext: bytes) -> bytes:
@@ -731,14 +752,16 @@ class Classifier:
                 return match
         return c.regex.search(ext) if ext else None
 
-    def _structural(self, status: int, low: bytes, ext: bytes, found: set[bytes]) -> Verdict | None:
+    def _structural(
+        self, status: int, low: bytes, ext: bytes, found: set[bytes], shape: _Shape | None
+    ) -> Verdict | None:
         """An interstitial: little visible text, few links, and a cue (SPEC section 3).
 
         A title or text that asks to verify, wait or prove one is human; a captcha widget on
         a page without a field a person fills in; or a vendor's challenge script on a page that
         is otherwise empty. Always a challenge (soft): structure alone never proves a ban.
         """
-        shape = _Shape.of(low, ext, INTERSTITIAL_MAX_TEXT)
+        shape = shape or _Shape.of(low, ext)
         if not shape.interstitial:
             return None
         cues = found & self._cue_literals
@@ -746,7 +769,7 @@ class Classifier:
         title = self._title(low, ext)
         text = shape.text
         view = shape.view
-        phrases = [p for p in self._phrases if p in cues]
+        phrases = [p for p in self._phrases if p in title or p in text]
         fields: bool | None = None
         if phrases:
             if any(p in title for p in phrases):
