@@ -14,6 +14,7 @@ Pure: bytes in, no I/O. Three jobs, used by the classifier and the contact scan:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -185,10 +186,8 @@ class LiteralScanner:
         if self._db is None:
             return scan_groups(low, subset.groups if subset is not None else self._groups)
         hits: list[int] = []
-        try:
+        with contextlib.suppress(_hs.ScanTerminated):  # the handler stopped it (see _collect)
             self._db.scan(low, match_event_handler=_collect, context=hits)
-        except _hs.ScanTerminated:  # the handler stopped it (see _collect)
-            pass
         if len(hits) >= _MAX_CALLBACKS:  # a page full of one literal: the bounded pure scan
             found = scan_groups(low, self._groups)
         else:
