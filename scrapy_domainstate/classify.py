@@ -280,7 +280,7 @@ class _Plan:
     headless: tuple[_Compiled, ...]  # the same without body/regex/title markers
     #: Markers that fire on the status alone (then there is no fast "clean" answer).
     has_status: bool
-    #: The literals this plan's markers and the structural cues need from the body scan.
+    #: The literals this plan's markers need from the body scan.
     literals: Subset
 
 
@@ -605,6 +605,7 @@ class Classifier:
             literals |= c.scanned()
         #: One scan over the body reports every literal any marker or cue needs.
         self.scanner = LiteralScanner(literals, engine)
+        self._cue_subset = self.scanner.subset(self._cue_literals)
 
     @staticmethod
     def _cues(
@@ -641,7 +642,7 @@ class Classifier:
             if c.marker.interstitial and not small and status not in BLOCK_STATUSES:
                 continue
             eligible.append(c)
-        wanted = set(self._cue_literals)
+        wanted: set[bytes] = set()
         for c in eligible:
             wanted |= c.scanned()
         plan = _Plan(
@@ -731,11 +732,9 @@ class Classifier:
                 continue
             hard = c.marker.hard
             return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)
-        if not low:
-            return None
-        if found.isdisjoint(self._cue_literals) and size > SMALL_PAGE and not ext:
-            return None  # no vendor cue, and too long for a phrase alone to count
-        return self._structural(status, low, ext, found, shape)
+        if not low or (size > SMALL_PAGE and not ext and shape is None):
+            return None  # a long page with content in its prefix is no interstitial
+        return self._structural(status, low, ext, shape)
 
     @staticmethod
     def _title(low: bytes | None, ext: bytes) -> bytes:
@@ -752,9 +751,7 @@ class Classifier:
                 return match
         return c.regex.search(ext) if ext else None
 
-    def _structural(
-        self, status: int, low: bytes, ext: bytes, found: set[bytes], shape: _Shape | None
-    ) -> Verdict | None:
+    def _structural(self, status: int, low: bytes, ext: bytes, shape: _Shape | None) -> Verdict | None:
         """An interstitial: little visible text, few links, and a cue (SPEC section 3).
 
         A title or text that asks to verify, wait or prove one is human; a captcha widget on
@@ -764,7 +761,7 @@ class Classifier:
         shape = shape or _Shape.of(low, ext)
         if not shape.interstitial:
             return None
-        cues = found & self._cue_literals
+        cues = self.scanner.scan(shape.view, self._cue_subset)
         vendor = self._vendor(cues)
         title = self._title(low, ext)
         text = shape.text

@@ -282,15 +282,6 @@ def visible_text(low: bytes, limit: int) -> bytes | None:
     return b" ".join(parts)
 
 
-# Case-insensitive by character classes, not re.I: the pattern then starts with a literal
-# "<" that re finds with a fast search, instead of trying every position.
-_OPEN_SKIPPED = re.compile(rb"<([sS][cC][rR][iI][pP][tT]|[sS][tT][yY][lL][eE])(?![a-zA-Z0-9-])[^>]*>")
-_CLOSE = {
-    b"script": re.compile(rb"</[sS][cC][rR][iI][pP][tT]"),
-    b"style": re.compile(rb"</[sS][tT][yY][lL][eE]"),
-}
-
-
 def _inside(low: bytes) -> bytes | None:
     """The element (``script``/``style``) a lowercase prefix ends inside of, if any."""
     for name in (b"script", b"style"):
@@ -299,29 +290,47 @@ def _inside(low: bytes) -> bytes | None:
     return None
 
 
+def _find_open(rest: bytes, tag: bytes, pos: int) -> int:
+    """The next ``<tag`` element start at or after ``pos`` (not ``<scripts``), ``-1`` when none."""
+    at = rest.find(b"<" + tag, pos)
+    while at >= 0 and rest[at + 1 + len(tag) : at + 2 + len(tag)].isalnum():
+        at = rest.find(b"<" + tag, at + 1)
+    return at
+
+
 def extended_view(body: bytes, start: int, low_prefix: bytes, limit: int, cap: int) -> bytes:
     """Lowercased markup of ``body[start:cap]`` with ``<script>``/``<style>`` contents skipped,
     at most ``limit`` bytes of it (opening tags, and so their ``src`` attributes, are kept).
 
     ``low_prefix`` is the view that ends at ``start``: when it ends inside a script or style
-    element, reading resumes after that element's end. The cost is bounded by ``cap``.
+    element, reading resumes after that element's end. The cost is bounded by ``cap``: one
+    lowercase copy of at most ``cap - start`` bytes and a few ``find`` passes over it.
     """
-    end = min(len(body), cap)
-    pos = start
+    rest = body[start:cap].lower()
+    end = len(rest)
+    pos = 0
     inside = _inside(low_prefix[-200_000:]) if low_prefix else None
     if inside is not None:
-        close = _CLOSE[inside].search(body, pos, end)
-        pos = end if close is None else close.start()
+        close = rest.find(b"</" + inside)
+        pos = end if close < 0 else close
     pieces: list[bytes] = []
     total = 0
+    # The next start of each element, found once and again only when reading passes it
+    # (so each element kind costs one pass over ``rest`` in all).
+    nxt = {b"script": _find_open(rest, b"script", pos), b"style": _find_open(rest, b"style", pos)}
     while pos < end and total < limit:
-        m = _OPEN_SKIPPED.search(body, pos, end)
-        stop = end if m is None else m.end()
-        piece = body[pos : min(stop, pos + limit - total)]
+        for name, at in nxt.items():
+            if 0 <= at < pos:
+                nxt[name] = _find_open(rest, name, pos)
+        live = [(at, name) for name, at in nxt.items() if at >= 0]
+        at, tag = min(live) if live else (-1, b"")
+        gt = rest.find(b">", at) if at >= 0 else -1
+        stop = end if at < 0 or gt < 0 else gt + 1
+        piece = rest[pos : min(stop, pos + limit - total)]
         pieces.append(piece)
         total += len(piece)
-        if m is None:
+        if at < 0 or gt < 0:
             break
-        close = _CLOSE[m.group(1).lower()].search(body, m.end(), end)
-        pos = end if close is None else close.start()
-    return b"".join(pieces).lower()
+        close = rest.find(b"</" + tag, stop)
+        pos = end if close < 0 else close
+    return b"".join(pieces)
