@@ -15,7 +15,6 @@ Pure: bytes in, no I/O. Three jobs, used by the classifier and the contact scan:
 from __future__ import annotations
 
 import contextlib
-import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
