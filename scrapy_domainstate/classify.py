@@ -238,8 +238,9 @@ class _Compiled:
         return f"{self.prefix}:{self.vendor}:{name}"
 
     def scanned(self) -> set[bytes]:
-        """The literals the body scan must report for this marker to be checked."""
-        out = set(self.literals) | set(self.title_patterns) | set(self.requires)
+        """The literals the body scan must report for this marker to be checked (title
+        patterns are matched against the title, ``requires`` against the views, directly)."""
+        out = set(self.literals)
         if self.anchor:
             out.add(self.anchor)
         return out
@@ -282,6 +283,8 @@ class _Plan:
     has_status: bool
     #: The literals this plan's markers need from the body scan.
     literals: Subset
+    #: Every title pattern of the plan's title markers (a quick "no title marker" check).
+    title_patterns: tuple[bytes, ...]
 
 
 def _in_script(low: bytes, pos: int) -> bool:
@@ -650,6 +653,7 @@ class Classifier:
             headless=tuple(c for c in eligible if c.kind not in ("body", "regex", "title")),
             has_status=any(c.kind == "status" for c in eligible),
             literals=self.scanner.subset(wanted),
+            title_patterns=tuple(sorted({p for c in eligible for p in c.title_patterns})),
         )
         if len(self._plans) < 4096:
             self._plans[key] = plan
@@ -684,18 +688,26 @@ class Classifier:
         found = self.scanner.scan(low, plan.literals) if low else set()
         if ext:
             found |= self.scanner.scan(ext, plan.literals)
+        title: bytes | None = None
+        markers: tuple[_Compiled, ...] = plan.markers if found else plan.headless
         if (
             not found
             and not plan.has_status
             and (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY))
-            and (not low or (size > SMALL_PAGE and not ext))
         ):
-            # The usual page: no literal of any marker or cue, no status marker, no marker
-            # header (``hdrs`` holds only marker headers and content-type), and too long to be
-            # an interstitial (a long page that shows nothing in its prefix has ``ext``).
-            return None
-        title: bytes | None = None
-        for c in plan.markers if found else plan.headless:
+            # The usual page: no literal of any marker, no status marker, no marker header
+            # (``hdrs`` holds only marker headers and content-type): only a title marker can
+            # fire, and only when one of its patterns is in the title.
+            markers = ()
+            if low and plan.title_patterns:
+                title = self._title(low, ext)
+                if title and any(p in title for p in plan.title_patterns):
+                    markers = plan.markers
+            if not markers and (not low or (size > SMALL_PAGE and not ext)):
+                return None  # and too long to be an interstitial
+        elif low and plan.title_patterns:
+            markers = plan.markers
+        for c in markers:
             kind = c.kind
             detail: str | None = None
             if kind == "status":
@@ -704,8 +716,6 @@ class Classifier:
                 if not self._header_hit(c, hdrs):
                     continue
             elif kind == "title":
-                if found.isdisjoint(c.title_patterns):
-                    continue
                 if title is None:
                     title = self._title(low, ext)
                 if not title or not any(p in title for p in c.title_patterns):
@@ -728,7 +738,7 @@ class Classifier:
                     continue
                 if match.groups():
                     detail = (match.group(1) or b"").decode("ascii", "replace")
-            if c.requires and not all(r in found for r in c.requires):
+            if c.requires and (low is None or not all(r in low or r in ext for r in c.requires)):
                 continue
             hard = c.marker.hard
             return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)

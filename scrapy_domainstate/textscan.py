@@ -79,6 +79,25 @@ _ANCHOR_MAX = 24
 _MAX_ANCHOR_HITS = 64
 
 Groups = tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]
+_COMMON_WORDS = (
+    b"captcha",
+    b"access",
+    b"request",
+    b"browser",
+    b"check",
+    b"you ",
+    b" you",
+    b"challenge",
+    b"block",
+    b"action",
+    b"reference",
+    b"support",
+    b"please",
+    b"human",
+    b"security",
+    b" the ",
+    b"the ",
+)
 
 
 def choose_anchors(literals: Iterable[bytes]) -> Groups:
@@ -103,7 +122,10 @@ def choose_anchors(literals: Iterable[bytes]) -> Groups:
                 for i in range(len(lit) - size + 1)
             }
             counts.update(subs)
-        best = max(counts, key=lambda s: (counts[s], len(s), s))
+        # Substrings that ordinary pages are full of make slow anchors (a find pass that
+        # stops every few hundred bytes): a literal keeps them only when it has nothing else.
+        rare = [a for a in counts if not any(w in a for w in _COMMON_WORDS)] or list(counts)
+        best = max(rare, key=lambda s: (counts[s], len(s), s))
         members = sorted(lit for lit in remaining if best in lit)
         groups.append((best, tuple((lit, lit.index(best)) for lit in members)))
         remaining.difference_update(members)
@@ -246,7 +268,10 @@ def visible_text(low: bytes, limit: int) -> bytes | None:
     """
     n = len(low)
     i = low.find(b"<body")
-    i = 0 if i < 0 else i
+    if i < 0:
+        if b"<head" in low and b"</head" not in low:
+            return b""  # the view ends inside the head: nothing visible yet
+        i = 0
     parts: list[bytes] = []
     count = 0
     while i < n:
@@ -289,12 +314,55 @@ def _inside(low: bytes) -> bytes | None:
     return None
 
 
-def _find_open(rest: bytes, tag: bytes, pos: int) -> int:
+class _Lowered:
+    """``body[start:end].lower()``, made a chunk at a time as reading needs it."""
+
+    __slots__ = ("body", "data", "end", "start")
+
+    def __init__(self, body: bytes, start: int, end: int) -> None:
+        self.body = body
+        self.start = start
+        self.end = end
+        self.data = b""
+
+    def _grow(self) -> bool:
+        have = len(self.data)
+        if self.start + have >= self.end:
+            return False
+        step = max(65536, have)
+        self.data += self.body[self.start + have : min(self.end, self.start + have + step)].lower()
+        return True
+
+    def find(self, needle: bytes, pos: int) -> int:
+        """``data.find`` over the whole range, lowering more of it until found or exhausted;
+        a hit is only returned with at least one byte after it loaded (for the next check)."""
+        while True:
+            at = self.data.find(needle, pos)
+            if at >= 0 and (at + len(needle) < len(self.data) or not self._grow()):
+                return at
+            if at < 0 and not self._grow():
+                return -1
+
+    def upto(self, stop: int) -> bytes:
+        """The lowercase bytes before ``stop`` (loading them as needed)."""
+        while len(self.data) < stop and self._grow():
+            pass
+        return self.data
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+def _find_open(rest: _Lowered, tag: bytes, pos: int) -> int:
     """The next ``<tag`` element start at or after ``pos`` (not ``<scripts``), ``-1`` when none."""
     at = rest.find(b"<" + tag, pos)
-    while at >= 0 and rest[at + 1 + len(tag) : at + 2 + len(tag)].isalnum():
+    while at >= 0 and rest.data[at + 1 + len(tag) : at + 2 + len(tag)].isalnum():
         at = rest.find(b"<" + tag, at + 1)
     return at
+
+
+#: Markup read past the prefix before :func:`extended_view` checks whether the page shows content.
+PROBE_BYTES = 8192
 
 
 def extended_view(body: bytes, start: int, low_prefix: bytes, limit: int, cap: int) -> bytes:
@@ -302,22 +370,32 @@ def extended_view(body: bytes, start: int, low_prefix: bytes, limit: int, cap: i
     at most ``limit`` bytes of it (opening tags, and so their ``src`` attributes, are kept).
 
     ``low_prefix`` is the view that ends at ``start``: when it ends inside a script or style
-    element, reading resumes after that element's end. The cost is bounded by ``cap``: one
-    lowercase copy of at most ``cap - start`` bytes and a few ``find`` passes over it.
+    element, reading resumes after that element's end. Reading stops early, after
+    :data:`PROBE_BYTES` of markup, when that markup shows content (10 links or 1,200 visible
+    characters). The cost is bounded by ``cap``: the body is lowercased a chunk at a time, as
+    far as reading goes (at most ``cap - start`` bytes), with a few ``find`` passes over it.
     """
-    rest = body[start:cap].lower()
+    rest = _Lowered(body, start, min(len(body), cap))
     end = len(rest)
     pos = 0
     inside = _inside(low_prefix[-200_000:]) if low_prefix else None
     if inside is not None:
-        close = rest.find(b"</" + inside)
+        close = rest.find(b"</" + inside, 0)
         pos = end if close < 0 else close
     pieces: list[bytes] = []
     total = 0
     # The next start of each element, found once and again only when reading passes it
     # (so each element kind costs one pass over ``rest`` in all).
     nxt = {b"script": _find_open(rest, b"script", pos), b"style": _find_open(rest, b"style", pos)}
+    probe = PROBE_BYTES
     while pos < end and total < limit:
+        if total >= probe:
+            # Past the head: once the markup read shows a page's content (links, text), the
+            # rest cannot make it an interstitial; stop there.
+            probe = limit + 1
+            seen = b"".join(pieces)
+            if seen.count(b"<a ") >= 10 or visible_text(seen, 1200) is None:
+                return seen
         for name, at in nxt.items():
             if 0 <= at < pos:
                 nxt[name] = _find_open(rest, name, pos)
@@ -325,7 +403,8 @@ def extended_view(body: bytes, start: int, low_prefix: bytes, limit: int, cap: i
         at, tag = min(live) if live else (-1, b"")
         gt = rest.find(b">", at) if at >= 0 else -1
         stop = end if at < 0 or gt < 0 else gt + 1
-        piece = rest[pos : min(stop, pos + limit - total)]
+        upto = min(stop, pos + limit - total)
+        piece = rest.upto(upto)[pos:upto]
         pieces.append(piece)
         total += len(piece)
         if at < 0 or gt < 0:
