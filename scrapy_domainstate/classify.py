@@ -7,9 +7,12 @@ cheap. Every public method returns a :class:`Verdict` (or ``None``) and never ra
 The anti-bot check (:meth:`Classifier.antibot`) runs before any success is counted:
 challenges also arrive as 2xx (AWS WAF answers a challenge with 202), and a challenge
 counted as ``ok-empty`` would make a site ``cold`` for months. It looks at the status, a
-few headers and the lowercased first ``DOMAINSTATE_BODY_SCAN_BYTES`` of the body, using the
-marker list of :mod:`scrapy_domainstate.markers` compiled once into a handful of substring
-scans (see :func:`_choose_anchors`).
+few headers and the lowercased first ``DOMAINSTATE_BODY_SCAN_BYTES`` of the body (read
+further, scripts and styles skipped, when that prefix shows no content), in three layers:
+the vendor markers of :mod:`scrapy_domainstate.markers` (hard blocks first), then the
+structure of an interstitial (little text, few links, and a verification phrase, a captcha
+widget or a lone challenge script), always soft. All literals come from one scan
+(:class:`~scrapy_domainstate.textscan.LiteralScanner`: hyperscan when installed).
 """
 
 from __future__ import annotations

@@ -20,7 +20,14 @@ Rules the list follows:
   does not get through; everything else is a challenge a browser can plausibly pass.
 
 Body patterns are matched case-insensitively against the lowercased first
-``DOMAINSTATE_BODY_SCAN_BYTES`` of the body; write them in lower case.
+``DOMAINSTATE_BODY_SCAN_BYTES`` of the body (and, for a long page whose prefix shows no
+content, the markup after it with scripts and styles skipped); write them in lower case.
+Hard markers that could also sit inside a challenge's inline script say
+``outside_scripts``.
+
+The structural cues at the end of this module (:data:`VERIFY_PHRASES`,
+:data:`CAPTCHA_WIDGETS`, :data:`CHALLENGE_SCRIPTS`) are read only on interstitial-shaped
+pages; see :mod:`scrapy_domainstate.classify`.
 """
 
 from __future__ import annotations
