@@ -1,17 +1,46 @@
+#!/usr/bin/env python
 """What the plugin costs a crawl: the same crawl with the plugin on (warm store) and off.
 
 Usage::
 
-    python benchmarks/overhead.py [--urls 3000] [--hosts 300] [--rounds 3]
+    python benchmarks/overhead.py [--scenarios tiny real] [--urls 3000] [--hosts 300] [--rounds 3] [--stage-runs 1]
 
-A loopback web server (a separate process) serves ``--hosts`` sites with a
-contact page each; the crawl requests ``--urls`` URLs spread over them. The
-store is warmed first (one crawl with the plugin, so every site is
-``friendly``); then crawls with the plugin **on** and **off** alternate, each
-in a fresh process, and the script prints the wall-time ratio and the plugin's
-own time per request (measured around its middleware methods, its spider
-middleware and its store flushes). Names resolve through the table resolver of
-``scrapy_domainstate.testing``: no traffic leaves loopback.
+A loopback web server (a separate process) serves ``--hosts`` sites; each crawl
+requests ``--urls`` URLs spread over them. Two scenarios:
+
+``tiny``
+    every page is a 0.7 KB page with an e-mail address (every site ``friendly``);
+``real``
+    pages of about 50 KB of real-looking HTML (head with styles, JSON-LD and an
+    inline script, navigation, article text, sidebar, footer): on nine sites in
+    ten, 4 pages in 10 show a contact near the top, 4 near the bottom and 2 none
+    (the sites are ``friendly``); one site in ten answers every page with a
+    Cloudflare "Just a moment..." challenge (403, ``cf-ray``; the site is
+    ``antibot-hard`` and its requests go the browser route, here a plain fetch
+    since no browser is installed), so 10 % of the pages are challenges.
+
+For each scenario the store is warmed first (crawls with the plugin until the
+states are steady); then crawls **off**, **on** and **noop** (off plus ten
+no-op downloader middlewares) alternate, each in a fresh process. Printed:
+
+- plugin CPU per request, start-up excluded: thread CPU time inside the plugin's
+  downloader-middleware methods, its spider middleware and its timer flushes
+  (``time.thread_time_ns`` around each call, so other processes on a shared
+  machine do not inflate it), divided by the requests downloaded;
+- the floor in the same run: the same meter around a no-op middleware (the cost of
+  measuring an empty call), and Scrapy's own dispatch of one no-op middleware
+  (process CPU of the ``noop`` crawls minus the ``off`` ones, per middleware and
+  request);
+- the wall-time and process-CPU ratios on/off;
+- the fixed start-up cost (importing the package, building its components,
+  opening the store) and the close cost, once per crawl;
+- a per-stage table from profiled runs (``time.thread_time_ns`` around each stage;
+  nested stages are indented and included in their parent; with ``--stage-runs N``,
+  the minimum of N profiled crawls per stage).
+
+Names resolve through the table resolver of ``scrapy_domainstate.testing``: no
+traffic leaves loopback. Minima and medians over the rounds are printed: on a
+shared machine, compare the ratios of one run, not figures across runs.
 """
 
 from __future__ import annotations
@@ -19,61 +48,473 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+#: Page kinds of a content site, by page number modulo 10 (no two empty pages in a row).
+CONTENT_PATTERN = ("early", "late", "none", "early", "late", "early", "none", "late", "early", "late")
+#: One site in CHALLENGE_EVERY is a challenge site.
+CHALLENGE_EVERY = 10
+#: No-op downloader middlewares in the ``noop`` crawls (the dispatch floor is their cost / this).
+NOOPS = 10
+TARGETS = {"tiny": 30.0, "real": 40.0}
+WALL_TARGET = 1.05
+
+# ------------------------------------------------------------------ pages
+
+_WORDS_TEXT = (
+    "the of and to in is that for it as was with be by on not he this are or his from at which but have "
+    "an they you were their one all we can her has there been if more when will would who so no out up "
+    "into do any about time them some could new like other then than first also after years only people "
+    "way its many may these most over such where those work through back even because good each same "
+    "well being very made world service quality product customer delivery team support project design "
+    "solution market growth local family history garden season recipe travel museum library village "
+    "river mountain coffee bakery kitchen workshop"
+)
+_WORDS = _WORDS_TEXT.split()
+
+
+def _text(rng: random.Random, n_words: int) -> str:
+    words = [rng.choice(_WORDS) for _ in range(n_words)]
+    words[0] = words[0].capitalize()
+    out = []
+    for i, w in enumerate(words):
+        out.append(w)
+        if i and i % rng.randint(9, 17) == 0:
+            out[-1] += "."
+    return " ".join(out) + "."
+
+
+def real_page(kind: str, seed: int, size: int = 50_000) -> bytes:
+    """About ``size`` bytes of real-looking HTML; ``{HOST}`` stands for the site's host.
+
+    ``kind``: ``early`` (e-mail in the header), ``late`` (phone link in the footer) or ``none``.
+    """
+    rng = random.Random(seed)
+    css = "\n".join(
+        f".c{i} {{ margin: {rng.randint(0, 20)}px; padding: {rng.randint(0, 9)}px {rng.randint(0, 9)}px; "
+        f"color: #{rng.randrange(16**6):06x}; font-size: {rng.randint(10, 24)}px; }}"
+        for i in range(60)
+    )
+    ld = json.dumps(
+        {
+            "@context": "https://schema.org",
+            "@type": "WebPage",
+            "name": _text(rng, 6),
+            "description": _text(rng, 30),
+            "breadcrumb": {
+                "@type": "BreadcrumbList",
+                "itemListElement": [{"position": i, "name": _text(rng, 2)} for i in range(8)],
+            },
+        }
+    )
+    script = "\n".join(
+        f"  function f{i}(a, b) {{ var x = a * {rng.randint(2, 99)} + b; if (x > {rng.randint(100, 999)}) "
+        f"{{ return window.dataLayer.push({{event: 'e{i}', value: x}}); }} return x; }}"
+        for i in range(60)
+    )
+    nav = "\n".join(
+        f'<li class="nav-item"><a class="nav-link" href="/section/{rng.choice(_WORDS)}-{i}/">{_text(rng, 2)[:-1]}</a></li>'
+        for i in range(40)
+    )
+    contact_top = '<a class="top-mail" href="mailto:hello@{HOST}">hello@{HOST}</a>' if kind == "early" else ""
+    contact_bottom = (
+        '<p class="phone">Call us: <a href="tel:+442071234567">+44 20 7123 4567</a></p>' if kind == "late" else ""
+    )
+    head = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{_text(rng, 5)[:-1]} | {{HOST}}</title>\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta name="description" content="{_text(rng, 25)}">\n'
+        '<meta property="og:type" content="website">\n<link rel="canonical" href="https://{HOST}/">\n'
+        '<link rel="stylesheet" href="/static/css/main.css?v=3">\n<link rel="icon" href="/favicon.ico">\n'
+        f"<style>\n{css}\n</style>\n"
+        f'<script type="application/ld+json">{ld}</script>\n'
+        f"<script>\n  window.dataLayer = window.dataLayer || [];\n{script}\n</script>\n</head>\n"
+        f'<body class="page">\n<header class="site-header"><a class="logo" href="/">{{HOST}}</a>{contact_top}\n'
+        f'<nav><ul class="nav">\n{nav}\n</ul></nav></header>\n<main>\n'
+    )
+    footer_links = "\n".join(
+        f'<li><a href="/info/{rng.choice(_WORDS)}-{i}">{_text(rng, 2)[:-1]}</a></li>' for i in range(30)
+    )
+    tail = (
+        f'</main>\n<aside class="sidebar"><h3>{_text(rng, 3)[:-1]}</h3><p>{_text(rng, 60)}</p></aside>\n'
+        f'<footer class="site-footer"><ul>\n{footer_links}\n</ul>{contact_bottom}\n'
+        f"<p>&copy; {{HOST}}. {_text(rng, 12)}</p></footer>\n"
+        '<script src="/static/js/app.js" defer></script>\n</body>\n</html>\n'
+    )
+    parts = [head]
+    total = len(head) + len(tail)
+    i = 0
+    while total < size:
+        para = (
+            f'<section class="c{i % 60}"><h2>{_text(rng, 6)[:-1]}</h2>\n<p>{_text(rng, 80)}</p>\n'
+            f'<p>{_text(rng, 40)} <a href="/article/{rng.choice(_WORDS)}-{i}">{_text(rng, 3)[:-1]}</a>. {_text(rng, 40)}</p>\n'
+            "</section>\n"
+        )
+        parts.append(para)
+        total += len(para)
+        i += 1
+    parts.append(tail)
+    return "".join(parts).encode()
+
+
+def challenge_page() -> bytes:
+    """A Cloudflare managed-challenge interstitial, shaped like the real one."""
+    rng = random.Random(7)
+    blob = "".join(rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") for _ in range(3000))
+    return (
+        '<!DOCTYPE html><html lang="en-US"><head><title>Just a moment...</title>'
+        '<meta http-equiv="Content-Type" content="text/html; charset=UTF-8">'
+        '<meta http-equiv="X-UA-Compatible" content="IE=Edge"><meta name="robots" content="noindex,nofollow">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        "<style>*{box-sizing:border-box;margin:0;padding:0}html{line-height:1.15}body{display:flex;"
+        "flex-direction:column;height:100vh;min-height:100vh}.main-content{margin:8rem auto;max-width:60rem}</style>"
+        '</head><body><div class="main-wrapper" role="main"><div class="main-content">'
+        '<h1 class="zone-name-title h1">{HOST}</h1><h2 class="h2" id="challenge-running">Checking if the site '
+        'connection is secure</h2><noscript><div class="h2"><span id="challenge-error-text">Enable JavaScript '
+        "and cookies to continue</span></div></noscript></div></div><script>(function(){window._cf_chl_opt={cvId: "
+        f"'3',cZone: '{{HOST}}',cType: 'managed',cNounce: '{rng.randrange(10**5)}',cRay: '8a1b2c3d4e5f6a7b',"
+        f"cHash: '{blob[:40]}',cUPMDTk: \"\\/?__cf_chl_tk={blob[40:120]}\",cFPWv: 'b',md: '{blob[120:]}'}};"
+        "var cpo = document.createElement('script');cpo.src = '/cdn-cgi/challenge-platform/h/b/orchestrate/chl_page/"
+        "v1?ray=8a1b2c3d4e5f6a7b';window._cf_chl_opt.cOgUHash = location.hash === '' && location.href.indexOf('#')"
+        " !== -1 ? '#' : location.hash;document.getElementsByTagName('head')[0].appendChild(cpo);}());</script>"
+        "</body></html>"
+    ).encode()
+
+
+TINY_PAGE = (
+    b"<html><body><h1>{HOST}</h1><p>Write to <a href='mailto:info@{HOST}'>info@{HOST}</a>.</p>"
+    + b"<p>text</p>" * 50
+    + b"</body></html>"
+)
+
+
+def pages() -> dict[str, bytes]:
+    return {
+        "tiny": TINY_PAGE,
+        "early": real_page("early", 1),
+        "late": real_page("late", 2),
+        "none": real_page("none", 3),
+        "challenge": challenge_page(),
+    }
+
+
+def url_plan(scenario: str, port: int, n_urls: int, n_hosts: int) -> list[str]:
+    urls = []
+    for i in range(n_urls):
+        host, page = i % n_hosts, i // n_hosts
+        if scenario == "tiny":
+            kind = "tiny"
+        elif host % CHALLENGE_EVERY == CHALLENGE_EVERY - 1:
+            kind = "challenge"
+        else:
+            kind = CONTENT_PATTERN[page % len(CONTENT_PATTERN)]
+        urls.append(f"http://site-{host}.test:{port}/{kind}/{page}")
+    return urls
+
+
+def check_pages() -> dict[str, str]:
+    """What the plugin's own classifier and contact scan make of each page kind (a sanity check)."""
+    from scrapy_domainstate.classify import Classifier
+    from scrapy_domainstate.contacts import has_contact
+
+    classifier = Classifier()
+    out = {}
+    for kind, template in pages().items():
+        body = template.replace(b"{HOST}", b"site-1.test")
+        status, headers = (
+            (403, {"cf-ray": "8a1b2c3d4e5f6a7b-LHR", "server": "cloudflare"}) if kind == "challenge" else (200, {})
+        )
+        headers["content-type"] = "text/html; charset=utf-8"
+        verdict = classifier.response(status, headers, body, f"http://site-1.test/{kind}/1", False)
+        if verdict.success:
+            out[kind] = f"{len(body) / 1000:.1f} KB, " + ("contact" if has_contact(body) else "no contact")
+        else:
+            out[kind] = f"{len(body) / 1000:.1f} KB, {verdict.outcome} ({verdict.error_class})"
+    return out
+
 
 SERVER = r"""
-import sys
+import sys, json
 from twisted.internet import reactor
 from twisted.web import resource, server
 
-PAGE = b"<html><body><h1>%s</h1><p>Write to <a href='mailto:info@%s'>info@%s</a>.</p>" + b"<p>text</p>" * 50 + b"</body></html>"
+PAGES = {k: v.encode("latin-1") for k, v in json.loads(sys.stdin.read()).items()}
 
 class Page(resource.Resource):
     isLeaf = True
     def render(self, request):
         host = (request.getHeader("host") or "x").split(":")[0].encode()
+        kind = request.path.split(b"/")[1].decode() if request.path.count(b"/") >= 2 else "tiny"
+        body = PAGES.get(kind, PAGES["tiny"])
         request.setHeader(b"content-type", b"text/html; charset=utf-8")
+        if kind == "challenge":
+            request.setResponseCode(403)
+            request.setHeader(b"cf-ray", b"8a1b2c3d4e5f6a7b-LHR")
+            request.setHeader(b"server", b"cloudflare")
         if request.method == b"HEAD":
             return b""
-        return PAGE % (host, host, host)
+        return body.replace(b"{HOST}", host)
 
 port = reactor.listenTCP(0, server.Site(Page()), interface="127.0.0.1")
 print(port.getHost().port, flush=True)
 reactor.run()
 """
 
+# ------------------------------------------------------------------ meters
 
-def child(args: argparse.Namespace) -> None:
-    from scrapy import Request, Spider
-    from scrapy.crawler import CrawlerProcess
 
-    timings = {"ns": 0, "calls": 0}
+class Meter:
+    """Time spent in the wrapped callables, outermost calls only (a nested call is not counted twice)."""
 
-    def timed(fn):  # type: ignore[no-untyped-def]
-        def wrapper(*a, **kw):  # type: ignore[no-untyped-def]
-            t0 = time.perf_counter_ns()
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self.clock = clock
+        self.ns = 0
+        self.calls = 0
+        self.depth = 0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self.clock
+
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            if self.depth:
+                return fn(*a, **kw)
+            self.depth = 1
+            t0 = clock()
             try:
                 return fn(*a, **kw)
             finally:
-                timings["ns"] += time.perf_counter_ns() - t0
-                timings["calls"] += 1
+                self.ns += clock() - t0
+                self.calls += 1
+                self.depth = 0
 
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
         return wrapper
 
-    if args.mode == "on":
-        from scrapy_domainstate import manager
 
-        for name in ("before_request", "after_response", "after_exception", "record_items", "flush", "close"):
-            setattr(manager.DomainStateManager, name, timed(getattr(manager.DomainStateManager, name)))
+def _resolve(target: str) -> tuple[Any, str] | None:
+    """``"module:Class.attr"`` or ``"module:func"`` -> (owner, attribute), if it exists."""
+    import importlib
 
-    urls = [f"http://site-{i % args.hosts}.test:{args.port}/page/{i}" for i in range(args.urls)]
+    module_name, _, path = target.partition(":")
+    try:
+        owner: Any = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    if module_name.startswith("scrapy_domainstate."):
+        # Only the package being measured: an editable install elsewhere may still
+        # provide modules this version does not have.
+        import scrapy_domainstate
+
+        package = os.path.dirname(os.path.abspath(scrapy_domainstate.__file__))
+        if not os.path.abspath(getattr(owner, "__file__", "") or "").startswith(package + os.sep):
+            return None
+    *parents, attr = path.split(".")
+    for name in parents:
+        owner = getattr(owner, name, None)
+        if owner is None:
+            return None
+    if not hasattr(owner, attr):
+        return None
+    return owner, attr
+
+
+def patch(target: str, meter: Meter) -> bool:
+    found = _resolve(target)
+    if found is None:
+        return False
+    owner, attr = found
+    # getattr on the class gives the plain function (staticmethods stay plain callables).
+    raw = owner.__dict__.get(attr) if isinstance(owner, type) else None
+    fn = getattr(owner, attr)
+    wrapped = meter.wrap(fn)
+    if isinstance(raw, staticmethod):
+        wrapped = staticmethod(wrapped)  # type: ignore[assignment]
+    setattr(owner, attr, wrapped)
+    return True
+
+
+#: The plugin's per-request entry points (timed outermost: what a request costs in the plugin).
+ENTRY_POINTS = (
+    "scrapy_domainstate.middleware:DomainStateMiddleware.process_request",
+    "scrapy_domainstate.middleware:DomainStateMiddleware.process_response",
+    "scrapy_domainstate.middleware:DomainStateMiddleware.process_exception",
+    "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.process_spider_exception",
+    "scrapy_domainstate.manager:DomainStateManager.record_items",
+    # the extension's timer flush (a flush inside a request is counted with the request)
+    "scrapy_domainstate.manager:DomainStateManager.flush",
+    "scrapy_domainstate.store.base:DomainStore.flush",
+)
+#: Start-up and shut-down, once per crawl (excluded from the per-request figure).
+STARTUP_POINTS = (
+    "scrapy_domainstate.addon:Addon.update_settings",
+    "scrapy_domainstate.middleware:DomainStateMiddleware.__init__",
+    "scrapy_domainstate.extension:DomainStateExtension.__init__",
+    "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.__init__",
+    "scrapy_domainstate.manager:DomainStateManager.open",
+)
+CLOSE_POINTS = ("scrapy_domainstate.manager:DomainStateManager.close",)
+
+#: The per-stage table: (label, depth, candidate targets; the first that exists is timed).
+_M = "scrapy_domainstate.manager"
+_MW = "scrapy_domainstate.middleware"
+STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("decision (process_request)", 0, (f"{_MW}:DomainStateMiddleware.process_request",)),
+    ("domain key", 1, (f"{_M}:DomainStateManager.key", f"{_M}:domain_key")),
+    ("request facts", 1, (f"{_M}:DomainStateManager._request_facts",)),
+    ("store.decide", 1, ("scrapy_domainstate.store.lmdb:LmdbStore.decide",)),
+    ("routing", 1, ("scrapy_domainstate._routing:route", f"{_M}:DomainStateManager._route")),
+    ("acting on the route", 1, (f"{_M}:DomainStateManager._go",)),
+    ("is_browser (all calls)", 1, (f"{_M}:DomainStateManager.is_browser",)),
+    ("after the response (process_response)", 0, (f"{_MW}:DomainStateMiddleware.process_response",)),
+    ("response facts", 1, (f"{_M}:DomainStateManager._evidence_facts",)),
+    ("is_site_root", 2, (f"{_M}:is_site_root",)),
+    ("classification (all calls)", 1, ("scrapy_domainstate.classify:Classifier.response",)),
+    (
+        "browser-render verdict",
+        1,
+        ("scrapy_domainstate._evidence:rendered_verdict", f"{_M}:DomainStateManager._rendered_verdict"),
+    ),
+    ("judging the evidence", 1, ("scrapy_domainstate._evidence:judge_response",)),
+    ("contact scan", 1, ("scrapy_domainstate._outcomes:has_contact", f"{_M}:has_contact")),
+    ("record (manager)", 1, (f"{_M}:DomainStateManager.record",)),
+    ("store.record", 2, ("scrapy_domainstate.store.lmdb:LmdbStore.record",)),
+    ("policy.observe", 3, ("scrapy_domainstate.policy:Policy.observe",)),
+    ("signals check", 2, ("scrapy_domainstate._telemetry:Telemetry._listened", f"{_M}:DomainStateManager._listened")),
+    ("store flush (write batch)", 0, ("scrapy_domainstate.store.lmdb:LmdbStore._write_batch",)),
+)
+
+
+def _time_plugin_stats(meter: Meter) -> None:
+    """Time Scrapy stats calls made from the plugin's modules, attribute lookup included
+    (Scrapy 2.19's collector wraps its methods in ``__getattribute__``); Scrapy's own calls
+    are not counted."""
+    from scrapy.statscollectors import StatsCollector
+
+    original = StatsCollector.__getattribute__
+    names = {"inc_value", "set_value", "max_value", "min_value", "get_value"}
+
+    def __getattribute__(self: Any, name: str) -> Any:
+        if name not in names or not sys._getframe(1).f_globals.get("__name__", "").startswith("scrapy_domainstate"):
+            return original(self, name)
+        t0 = time.perf_counter_ns()
+        fn = original(self, name)
+        looked_up = time.perf_counter_ns() - t0
+
+        def timed(*a: Any, **kw: Any) -> Any:
+            t1 = time.perf_counter_ns()
+            try:
+                return fn(*a, **kw)
+            finally:
+                meter.ns += looked_up + time.perf_counter_ns() - t1
+                meter.calls += 1
+
+        return timed
+
+    StatsCollector.__getattribute__ = __getattribute__  # type: ignore[method-assign]
+
+
+# ------------------------------------------------------------------ child
+
+
+class NoopMiddleware:
+    def process_request(self, request: Any, spider: Any = None) -> None:
+        return None
+
+    def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
+        return response
+
+    def process_exception(self, request: Any, exception: Any, spider: Any = None) -> None:
+        return None
+
+
+def _noop_class(i: int) -> type:
+    cls = type(f"Noop{i}", (NoopMiddleware,), {})
+    cls.__module__ = __name__
+    globals()[cls.__name__] = cls
+    return cls
+
+
+class Meters:
+    """The meters of one child crawl, installed for its mode."""
+
+    def __init__(self, mode: str) -> None:
+        self.per_request = Meter(time.thread_time_ns)
+        self.startup = Meter(time.thread_time_ns)
+        self.closing = Meter(time.thread_time_ns)
+        self.floor = Meter(time.thread_time_ns)
+        self.stages: dict[str, Meter] = {}
+        self.missing: list[str] = []
+        if mode == "on":
+            for target in ENTRY_POINTS:
+                patch(target, self.per_request)
+        # Every crawl has one metered no-op middleware: the floor, and the same dispatch cost for all.
+        for name in ("process_request", "process_response", "process_exception"):
+            setattr(NoopMiddleware, name, self.floor.wrap(getattr(NoopMiddleware, name)))
+        if mode in ("on", "stages"):
+            for target in STARTUP_POINTS:
+                patch(target, self.startup)
+            for target in CLOSE_POINTS:
+                patch(target, self.closing)
+        if mode == "stages":
+            for label, _, candidates in STAGES:
+                meter = self.stages[label] = Meter(time.thread_time_ns)
+                if not any(patch(target, meter) for target in candidates):
+                    self.missing.append(label)
+            self.stages["Scrapy stats calls"] = Meter(time.thread_time_ns)
+            _time_plugin_stats(self.stages["Scrapy stats calls"])
+
+
+def crawl_settings(args: argparse.Namespace, mode: str) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "LOG_LEVEL": "ERROR",
+        "TWISTED_DNS_RESOLVER": "scrapy_domainstate.testing.resolver.TableResolver",
+        "CONCURRENT_REQUESTS": 64,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "RETRY_ENABLED": False,
+        "COOKIES_ENABLED": False,
+        "DNSCACHE_ENABLED": True,
+        "HTTPERROR_ALLOW_ALL": True,
+        "DOMAINSTATE_LMDB_PATH": args.store,
+    }
+    mws: dict[str, int] = {f"{__name__}.NoopMiddleware": 541}
+    if mode in ("on", "stages"):
+        settings["ADDONS"] = {"scrapy_domainstate.Addon": 0}
+    if mode == "noop":
+        for i in range(NOOPS):
+            mws[f"{__name__}.{_noop_class(i).__name__}"] = 542 + i
+    settings["DOWNLOADER_MIDDLEWARES"] = mws
+    return settings
+
+
+def child(args: argparse.Namespace) -> None:
+    import scrapy  # noqa: F401 - Scrapy's own import is not the plugin's start-up
+    from scrapy import Request, Spider
+    from scrapy.crawler import CrawlerProcess
+
+    mode = args.mode
+    plugin = mode in ("on", "stages")
+    result: dict[str, Any] = {"mode": mode}
+    if plugin:
+        t0 = time.thread_time_ns()
+        import scrapy_domainstate  # noqa: F401
+
+        result["import_ns"] = time.thread_time_ns() - t0
+    meters = Meters(mode)
+    urls = url_plan(args.scenario, args.port, args.urls, args.hosts)
 
     class Bench(Spider):
         name = "bench"
@@ -85,20 +526,7 @@ def child(args: argparse.Namespace) -> None:
         def parse(self, response):  # type: ignore[no-untyped-def]
             return None
 
-    settings = {
-        "LOG_LEVEL": "ERROR",
-        "TWISTED_DNS_RESOLVER": "scrapy_domainstate.testing.resolver.TableResolver",
-        "CONCURRENT_REQUESTS": 64,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
-        "ROBOTSTXT_OBEY": False,
-        "TELNETCONSOLE_ENABLED": False,
-        "RETRY_ENABLED": False,
-        "COOKIES_ENABLED": False,
-        "DNSCACHE_ENABLED": True,
-        "DOMAINSTATE_LMDB_PATH": args.store,
-    }
-    if args.mode == "on":
-        settings["ADDONS"] = {"scrapy_domainstate.Addon": 0}
+    settings = crawl_settings(args, mode)
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(Bench)
     process.crawl(crawler)
@@ -108,45 +536,174 @@ def child(args: argparse.Namespace) -> None:
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     stats = crawler.stats.get_stats()
-    print(
-        json.dumps(
-            {
-                "wall": wall,
-                "cpu": cpu,
-                "responses": stats.get("response_received_count", 0),
-                "plugin_ns": timings["ns"],
-                "plugin_calls": timings["calls"],
-                "methods": {k: v for k, v in stats.items() if k.startswith("domainstate/method/")},
-            }
-        )
+    states: dict[str, int] = {}
+    if plugin:
+        from scrapy_domainstate.config import Config
+        from scrapy_domainstate.store.lmdb import LmdbStore
+
+        with LmdbStore(Config(lmdb_path=args.store), readonly=True) as store:
+            for stat in store.iter_records():
+                states[stat.state.value] = states.get(stat.state.value, 0) + 1
+    result.update(
+        {
+            "wall": wall,
+            "cpu": cpu,
+            "requests": stats.get("downloader/request_count", 0),
+            "responses": stats.get("response_received_count", 0),
+            "plugin_ns": meters.per_request.ns,
+            "plugin_calls": meters.per_request.calls,
+            "floor_ns": meters.floor.ns,
+            "floor_calls": meters.floor.calls,
+            "startup_ns": meters.startup.ns,
+            "close_ns": meters.closing.ns,
+            "states": states,
+            "methods": {k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("domainstate/method/")},
+            "stages": {k: [m.ns, m.calls] for k, m in meters.stages.items()},
+            "missing": meters.missing,
+        }
     )
+    print(json.dumps(result))
 
 
-def run_child(mode: str, args: argparse.Namespace, port: int, store: str) -> dict[str, float]:
-    cmd = [
-        sys.executable,
-        __file__,
-        "--child",
-        mode,
-        "--port",
-        str(port),
-        "--store",
-        store,
-        "--urls",
-        str(args.urls),
-        "--hosts",
-        str(args.hosts),
+def run_child(mode: str, scenario: str, args: argparse.Namespace, port: int, store: str) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", mode, "--scenario", scenario, "--port", str(port), "--store", store]
+    cmd += ["--urls", str(args.urls), "--hosts", str(args.hosts)]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode:
+        sys.stderr.write(proc.stderr)
+        raise SystemExit(f"benchmark child {mode}/{scenario} failed")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------ report
+
+
+def _mm(values: list[float], fmt: str = "{:.1f}") -> str:
+    return f"min {fmt.format(min(values))}, median {fmt.format(statistics.median(values))}"
+
+
+def scenario_run(scenario: str, args: argparse.Namespace, port: int, tmp: str) -> dict[str, Any]:
+    store = os.path.join(tmp, f"ds-{scenario}")
+    print(f"\n=== scenario {scenario!r}: {args.urls} URLs over {args.hosts} sites ===")
+    for i in range(args.warmups):
+        warm = run_child("on", scenario, args, port, store)
+        print(f"warm-up crawl {i + 1}: {warm['responses']} responses, states {warm['states']}")
+    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on": [], "noop": []}
+    orders = (("off", "on", "noop"), ("on", "noop", "off"), ("noop", "off", "on"))
+    for i in range(args.rounds):
+        for mode in orders[i % 3]:
+            res = run_child(mode, scenario, args, port, store)
+            runs[mode].append(res)
+            extra = ""
+            if mode == "on":
+                extra = f", plugin {res['plugin_ns'] / 1000 / max(res['requests'], 1):.1f} us/request"
+            print(
+                f"round {i + 1} {mode:>4}: {res['wall']:.2f} s wall, {res['cpu']:.2f} s CPU, {res['requests']} requests{extra}"
+            )
+    stage_runs = [run_child("stages", scenario, args, port, store) for _ in range(args.stage_runs)]
+    if runs["on"]:
+        last_on = runs["on"][-1]
+        print(f"decisions in the last 'on' crawl: {last_on['methods']}; states after it: {last_on['states']}")
+    return {"runs": runs, "stages": stage_runs}
+
+
+def _min_stages(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per stage, the profiled crawl where it cost least (per request)."""
+    best = dict(runs[0])
+    best["stages"] = {}
+    for label in runs[0]["stages"]:
+        per_request = [(r["stages"][label][0] / max(r["requests"], 1), r) for r in runs]
+        _, run = min(per_request, key=lambda pr: pr[0])
+        ns, calls = run["stages"][label]
+        scale = best["requests"] / max(run["requests"], 1)
+        best["stages"][label] = [ns * scale, calls * scale]
+    return best
+
+
+def _print_stages(stage_runs: list[dict[str, Any]]) -> None:
+    if stage_runs:
+        stage_run = _min_stages(stage_runs)
+        reqs = max(stage_run["requests"], 1)
+        print(
+            f"\nper-stage table ({len(stage_runs)} profiled crawl(s) of {reqs} requests, minimum per stage; "
+            "thread CPU time around each stage):"
+        )
+        print(f"  {'stage':<44}{'us/request':>11}{'calls/req':>11}{'us/call':>9}")
+        depth = {label: d for label, d, _ in STAGES}
+        for label, (ns, calls) in stage_run["stages"].items():
+            if label in stage_run["missing"]:
+                print(f"  {'  ' * depth.get(label, 0) + label:<44}{'n/a':>11}")
+                continue
+            name = "  " * depth.get(label, 0) + label
+            print(
+                f"  {name:<44}{ns / 1000 / reqs:>11.1f}{calls / reqs:>11.2f}{(ns / 1000 / calls if calls else 0):>9.1f}"
+            )
+
+
+def report(scenario: str, data: dict[str, Any]) -> dict[str, Any]:
+    runs = data["runs"]
+    on, off, noop = runs["on"], runs["off"], runs["noop"]
+    if not on:
+        _print_stages(data["stages"])
+        return {}
+    n = [r["requests"] for r in on]
+    plugin_us = [r["plugin_ns"] / 1000 / max(r["requests"], 1) for r in on]
+    floor_us = [r["floor_ns"] / 1000 / max(r["requests"], 1) for r in on]
+    startup_ms = [(r["startup_ns"] + r.get("import_ns", 0)) / 1e6 for r in on]
+    import_ms = [r.get("import_ns", 0) / 1e6 for r in on]
+    close_ms = [r["close_ns"] / 1e6 for r in on]
+    wall_ratio = [a["wall"] / b["wall"] for a, b in zip(on, off, strict=True)]
+    cpu_ratio = [a["cpu"] / b["cpu"] for a, b in zip(on, off, strict=True)]
+    cpu_extra = [
+        (a["cpu"] - b["cpu"] - (a["startup_ns"] + a.get("import_ns", 0) + a["close_ns"]) / 1e9)
+        * 1e6
+        / max(a["requests"], 1)
+        for a, b in zip(on, off, strict=True)
     ]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    dispatch = [(a["cpu"] - b["cpu"]) * 1e6 / NOOPS / max(b["requests"], 1) for a, b in zip(noop, off, strict=True)]
+    target = TARGETS[scenario]
+    off_req = [r["requests"] for r in off]
+    print(f"\n--- {scenario}: results over {len(on)} rounds ---")
+    print(f"requests per crawl:                   on {sorted(set(n))}, off {sorted(set(off_req))}")
+    if min(off_req) > max(n):
+        print(
+            "  note: the plugin skipped requests the 'off' crawls download (e.g. antibot-hard sites when no\n"
+            "  browser handler is configured): the ratios below compare unequal work; per-request figures\n"
+            "  are per downloaded request"
+        )
+    print(f"plugin CPU per request (start-up excl): {_mm(plugin_us)} us   (target <= {target:.0f} us)")
+    print(f"  meter floor (same meter, no-op mw):   {_mm(floor_us)} us")
+    print(f"  Scrapy dispatch of one no-op mw:      {_mm(dispatch)} us (process CPU, noop - off, / {NOOPS})")
+    print(f"  process CPU on - off, per request:    {_mm(cpu_extra)} us (start-up and close excluded)")
+    print(f"wall-time ratio on/off:               {_mm(wall_ratio, '{:.3f}')}   (target <= {WALL_TARGET})")
+    print(f"process CPU ratio on/off:             {_mm(cpu_ratio, '{:.3f}')}")
+    print(
+        f"fixed start-up cost:                  {_mm(startup_ms)} ms (of which import {statistics.median(import_ms):.1f} ms)"
+    )
+    print(f"close (final flush, state stats):     {_mm(close_ms)} ms")
+    _print_stages(data["stages"])
+    return {
+        "plugin_us": plugin_us,
+        "floor_us": floor_us,
+        "dispatch_us": dispatch,
+        "wall_ratio": wall_ratio,
+        "cpu_ratio": cpu_ratio,
+        "startup_ms": startup_ms,
+        "close_ms": close_ms,
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenarios", nargs="+", choices=("tiny", "real"), default=["tiny", "real"])
     parser.add_argument("--urls", type=int, default=3000)
     parser.add_argument("--hosts", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--child", choices=("on", "off"), dest="mode", help=argparse.SUPPRESS)
+    parser.add_argument("--warmups", type=int, default=2, help="crawls with the plugin before measuring")
+    parser.add_argument("--stage-runs", type=int, default=1, help="profiled crawls for the per-stage table (0: none)")
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--child", choices=("on", "off", "noop", "stages"), dest="mode", help=argparse.SUPPRESS)
+    parser.add_argument("--scenario", choices=("tiny", "real"), default="tiny", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -154,42 +711,25 @@ def main() -> int:
         child(args)
         return 0
 
-    server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    print("pages, as the plugin's classifier and contact scan see them:")
+    for kind, what in check_pages().items():
+        print(f"  {kind:<10} {what}")
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    results = {}
     try:
-        assert server.stdout is not None
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps({k: v.decode("latin-1") for k, v in pages().items()}))
+        server.stdin.close()
         port = int(server.stdout.readline())
         with tempfile.TemporaryDirectory() as tmp:
-            store = os.path.join(tmp, "ds")
-            warm = run_child("on", args, port, store)
-            print(f"warm-up crawl (plugin on, cold store): {warm['responses']} responses, {warm['wall']:.2f} s")
-            walls: dict[str, list[float]] = {"on": [], "off": []}
-            cpus: dict[str, list[float]] = {"on": [], "off": []}
-            per_request_us: list[float] = []
-            last_methods: dict[str, int] = {}
-            for i in range(args.rounds):
-                order = ("off", "on") if i % 2 == 0 else ("on", "off")
-                for mode in order:
-                    res = run_child(mode, args, port, store)
-                    walls[mode].append(res["wall"])
-                    cpus[mode].append(res["cpu"])
-                    if mode == "on":
-                        per_request_us.append(res["plugin_ns"] / 1000 / max(res["responses"], 1))
-                        last_methods = res["methods"]
-                    print(f"round {i + 1} plugin {mode:3}: {res['wall']:.2f} s wall, {res['cpu']:.2f} s CPU")
+            data = {s: scenario_run(s, args, port, tmp) for s in args.scenarios}
     finally:
         server.terminate()
         server.wait()
-
-    on, off = statistics.median(walls["on"]), statistics.median(walls["off"])
-    con, coff = statistics.median(cpus["on"]), statistics.median(cpus["off"])
-    print()
-    print(f"URLs per crawl:                 {args.urls} over {args.hosts} sites (warm store: all friendly)")
-    print(f"decisions in the last 'on' run: {last_methods}")
-    print(f"median wall time, plugin off:   {off:.2f} s")
-    print(f"median wall time, plugin on:    {on:.2f} s")
-    print(f"wall-time ratio on/off:         {on / off:.3f}   (target <= 1.03)")
-    print(f"process CPU ratio on/off:       {con / coff:.3f}")
-    print(f"plugin time per request:        {statistics.median(per_request_us):.1f} us   (target <= 30 us)")
+    for scenario in args.scenarios:
+        results[scenario] = report(scenario, data[scenario])
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results": results, "raw": data}, indent=1))
     return 0
 
 

@@ -95,55 +95,62 @@ def run(url: str, domains: int, requests: int, seed: int) -> dict[str, object]:
             fingerprints = [uuid.uuid4().hex for _ in range(requests)]
             for fp in fingerprints[: requests // 100]:
                 store.mark_url_dead(fp, now + 86400)
-
-            for name in targets[:500]:  # warm the connection and the code paths
-                store.decide(name, now)
-            clock = time.perf_counter_ns
-            client = store._client  # the floor: redis-py's own GET round trip
-            # Interleaved, so that drift (CPU frequency, a busy neighbour) hits every row alike.
-            baseline, decide, lookup = [], [], []
-            for name, fp in zip(targets, fingerprints, strict=True):
-                key = store._rkey(name)
-                t0 = clock()
-                client.get(key)
-                t1 = clock()
-                store.decide(name, now)
-                t2 = clock()
-                store.decide(name, now)
-                store.url_dead_until(fp)
-                t3 = clock()
-                baseline.append(t1 - t0)
-                decide.append(t2 - t1)
-                lookup.append(t3 - t2)
-            results["raw_get"] = summarise(baseline)
-            results["decide"] = summarise(decide)
-            results["decide_url"] = summarise(lookup)
-
-            entries = []
-            for i, name in enumerate(targets):
-                method, outcome, status = rng.choice(OUTCOMES[:6])
-                entries.append((name, RecentEntry(now + i * 0.01, method, outcome, status)))
-            flush_ns = []
-            started_ns = clock()
-            for name, entry in entries:
-                before = store.pending
-                t0 = clock()
-                store.record(name, entry)
-                if store.pending < before:  # this call flushed
-                    flush_ns.append(clock() - t0)
-            t0 = clock()
-            store.flush()
-            flush_ns.append(clock() - t0)
-            total_ns = clock() - started_ns
-            results["record_amortised_us"] = total_ns / 1000 / len(entries)
-            results["flush_ms"] = {k: v / 1000 for k, v in summarise(flush_ns).items()}
-            results["flushes"] = len(flush_ns)
+            results.update(_measure_decide(store, targets, fingerprints, now))
+            results.update(_measure_record(store, targets, rng, now))
             results["flush_size"] = config.flush_size
             results["conflicts"] = store.conflicts
             results["stored"] = store.count()
         finally:
             store.clear()
     return results
+
+
+def _measure_decide(store: RedisStore, targets: list[str], fingerprints: list[str], now: float) -> dict[str, object]:
+    for name in targets[:500]:  # warm the connection and the code paths
+        store.decide(name, now)
+    clock = time.perf_counter_ns
+    client = store._client  # the floor: redis-py's own GET round trip
+    # Interleaved, so that drift (CPU frequency, a busy neighbour) hits every row alike.
+    baseline, decide, lookup = [], [], []
+    for name, fp in zip(targets, fingerprints, strict=True):
+        key = store._rkey(name)
+        t0 = clock()
+        client.get(key)
+        t1 = clock()
+        store.decide(name, now)
+        t2 = clock()
+        store.decide(name, now)
+        store.url_dead_until(fp)
+        t3 = clock()
+        baseline.append(t1 - t0)
+        decide.append(t2 - t1)
+        lookup.append(t3 - t2)
+    return {"raw_get": summarise(baseline), "decide": summarise(decide), "decide_url": summarise(lookup)}
+
+
+def _measure_record(store: RedisStore, targets: list[str], rng: random.Random, now: float) -> dict[str, object]:
+    clock = time.perf_counter_ns
+    entries = []
+    for i, name in enumerate(targets):
+        method, outcome, status = rng.choice(OUTCOMES[:6])
+        entries.append((name, RecentEntry(now + i * 0.01, method, outcome, status)))
+    flush_ns = []
+    started_ns = clock()
+    for name, entry in entries:
+        before = store.pending
+        t0 = clock()
+        store.record(name, entry)
+        if store.pending < before:  # this call flushed
+            flush_ns.append(clock() - t0)
+    t0 = clock()
+    store.flush()
+    flush_ns.append(clock() - t0)
+    total_ns = clock() - started_ns
+    return {
+        "record_amortised_us": total_ns / 1000 / len(entries),
+        "flush_ms": {k: v / 1000 for k, v in summarise(flush_ns).items()},
+        "flushes": len(flush_ns),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from scrapy.settings import BaseSettings
+from typing import TYPE_CHECKING
 
-from .config import Config
+from scrapy.exceptions import NotConfigured
+
+from ._switch import off_reason, report_off
+from .config import Config, log_unknown_settings
 from .extension import DomainStateExtension
 from .middleware import DomainStateMiddleware
 from .spidermw import DomainStateSpiderMiddleware
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
 
 __all__ = ["DOWNLOADER_MIDDLEWARE_PRIORITY", "EXTENSION_PRIORITY", "SPIDER_MIDDLEWARE_PRIORITY", "Addon"]
 
@@ -23,11 +31,27 @@ class Addon:
     """Enables the downloader middleware, the spider middleware and the extension.
 
     Components a project already lists keep the priority it gave them. The
-    settings are validated here, so a bad value fails at start-up naming it.
+    settings are validated here, so a bad value fails at start-up naming it,
+    and each misspelt ``DOMAINSTATE_*`` name logs one WARNING. When the plugin
+    is off (``DOMAINSTATE_ENABLED = False``, or ``domainstate_enabled = False``
+    on the spider) it logs one INFO line and enables nothing.
     """
 
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
     def update_settings(self, settings: BaseSettings) -> None:
-        Config.from_settings(settings)
+        config = Config.from_settings(settings)
+        log_unknown_settings(settings, self.crawler)
+        reason = off_reason(config, getattr(self.crawler, "spider", None))
+        if reason is not None:
+            report_off(self.crawler, reason)
+            # Bare on purpose: Scrapy logs a NotConfigured message as a WARNING.
+            raise NotConfigured
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", DomainStateMiddleware, DOWNLOADER_MIDDLEWARE_PRIORITY
         )

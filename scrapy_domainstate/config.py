@@ -1,23 +1,49 @@
-"""Every setting of the plugin: declared once with its default, validated once.
+"""Every setting of the plugin: declared once, validated once.
 
-:data:`SETTINGS` is the single source of defaults; the README's settings table
-is checked against it by a test. :meth:`Config.from_settings` turns a Scrapy
-``Settings`` (or any mapping) into a frozen :class:`Config`, raising
-:class:`ConfigError` with the setting's name when a value is wrong.
+:data:`SETTINGS` is the single list: each row gives a setting's name, default,
+type, doc, parser and README example. Everything else is derived from it: the
+fields of :class:`Config` (their defaults are the rows' defaults, parsed), the
+README's settings table (``scripts/settings_table.py``), and the check for
+misspelt names (:func:`unknown_settings`). So ``Config() ==
+Config.from_settings({})`` holds by construction.
+
+To add a setting: add a row with ``_s(name, default, type, doc)`` (the parser
+follows from the type; pass ``parse=`` for bounds or a special form), add the
+typed field ``name_without_prefix: type = FROM_TABLE`` to :class:`Config`, and
+run ``python scripts/settings_table.py --write``.
+
+:meth:`Config.from_settings` turns a Scrapy ``Settings`` (or any mapping) into
+a frozen :class:`Config`, raising :class:`ConfigError` with the setting's name
+when a value is wrong. Values may be Python objects (``settings.py``,
+``custom_settings``) or strings (``scrapy crawl -s NAME=VALUE``; dicts as JSON).
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+import logging
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, dataclass, field
+from typing import Any, TypeVar
 
+from ._time import DAY, parse_duration  # DAY: also imported from here by older code
 from .record import State
 
-__all__ = ["DEFAULT_TTL", "SETTINGS", "Config", "ConfigError", "Setting"]
+__all__ = [
+    "DEFAULT_TTL",
+    "SETTINGS",
+    "Config",
+    "ConfigError",
+    "Setting",
+    "log_unknown_settings",
+    "unknown_settings",
+]
 
-DAY = 86400.0
+logger = logging.getLogger(__name__)
+
+PREFIX = "DOMAINSTATE_"
 
 #: TTL in seconds per state; ``None`` means the state never expires.
 DEFAULT_TTL: dict[State, float | None] = {
@@ -29,108 +55,22 @@ DEFAULT_TTL: dict[State, float | None] = {
     State.COLD: 90 * DAY,
 }
 
+#: ``DOMAINSTATE_*`` settings read elsewhere than :class:`Config` (so not misspellings).
+OTHER_SETTINGS: frozenset[str] = frozenset(
+    {
+        "DOMAINSTATE_TEST_HOSTS",  # scrapy_domainstate.testing.resolver
+    }
+)
+
 
 class ConfigError(ValueError):
     """A setting has a value the plugin cannot use. The message names it."""
 
 
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    default: Any
-    type: str
-    doc: str
+#: A parser takes the setting's name (for messages) and the raw value, and returns the value.
+Parser = Callable[[str, Any], Any]
 
-
-def _s(name: str, default: Any, type_: str, doc: str) -> Setting:
-    return Setting(name, default, type_, doc)
-
-
-SETTINGS: tuple[Setting, ...] = (
-    _s("DOMAINSTATE_ENABLED", True, "bool", "Switch the plugin on or off."),
-    _s(
-        "DOMAINSTATE_STORE",
-        "scrapy_domainstate.store.lmdb.LmdbStore",
-        "str",
-        "Class path of the store (LMDB, Redis or memory).",
-    ),
-    _s(
-        "DOMAINSTATE_LMDB_PATH",
-        "domainstate",
-        "str",
-        "LMDB directory; relative paths live in the project data dir (like HTTPCACHE_DIR).",
-    ),
-    _s(
-        "DOMAINSTATE_LMDB_MAP_SIZE",
-        1 << 30,
-        "int",
-        "Bytes reserved for the LMDB map (sparse); grown on demand when full.",
-    ),
-    _s("DOMAINSTATE_REDIS_URL", None, "str", "Redis URL for the Redis store (falls back to REDIS_URL)."),
-    _s("DOMAINSTATE_REDIS_PREFIX", "domainstate:", "str", "Key prefix in Redis."),
-    _s(
-        "DOMAINSTATE_TTL",
-        {},
-        "dict",
-        "State -> seconds (None = no TTL); merged with the defaults.",
-    ),
-    _s("DOMAINSTATE_DEAD_THRESHOLD", 2, "int", "Consecutive dead signals that make an unknown domain dead."),
-    _s("DOMAINSTATE_ANTIBOT_HARD_THRESHOLD", 3, "int", "Consecutive antibot outcomes that make a domain antibot-hard."),
-    _s("DOMAINSTATE_COLD_THRESHOLD", 5, "int", "Consecutive ok-empty outcomes that make a domain cold."),
-    _s("DOMAINSTATE_FRIENDLY_WINDOW", 10, "int", "How many recent fetch outcomes the friendly rule looks at."),
-    _s(
-        "DOMAINSTATE_FRIENDLY_RATIO",
-        0.7,
-        "float",
-        "Share of ok-contact fetches in the window that makes a domain friendly.",
-    ),
-    _s("DOMAINSTATE_FRIENDLY_MIN_FETCHES", 5, "int", "Fetches needed in the window before the friendly rule applies."),
-    _s("DOMAINSTATE_FRIENDLY_DEMOTE", 5, "int", "Consecutive failed fetches that demote a friendly domain to unknown."),
-    _s("DOMAINSTATE_RECENT_SIZE", 20, "int", "Entries kept in a record's recent history (FIFO)."),
-    _s(
-        "DOMAINSTATE_URL_DEAD_TTL", 30 * DAY, "float", "Seconds a URL answering 404/410 (off the site root) is skipped."
-    ),
-    _s("DOMAINSTATE_MAX_DOMAINS", 1_000_000, "int", "Cap on stored domains; the least recently seen are evicted."),
-    _s("DOMAINSTATE_HEAD_PROBE", True, "bool", "Probe unknown domains with one HEAD request first."),
-    _s(
-        "DOMAINSTATE_BROWSER_META",
-        {"playwright": True},
-        "dict",
-        "Meta merged into a request to send it to the browser.",
-    ),
-    _s("DOMAINSTATE_PER_HOSTNAME", False, "bool", "Track every hostname on its own instead of by eTLD+1."),
-    _s(
-        "DOMAINSTATE_OUTCOME",
-        "contacts",
-        "str",
-        "What makes a page useful: 'contacts', 'items' or a dotted path to a callable.",
-    ),
-    _s("DOMAINSTATE_CHALLENGE_MARKERS", {}, "dict", "Extra body markers: vendor -> list of strings."),
-    _s("DOMAINSTATE_BODY_SCAN_BYTES", 65536, "int", "Bytes of a body scanned for challenge markers and contacts."),
-    _s("DOMAINSTATE_FLUSH_INTERVAL", 5.0, "float", "Seconds between batched store writes."),
-    _s("DOMAINSTATE_FLUSH_SIZE", 500, "int", "Buffered outcomes that trigger a store write."),
-    _s(
-        "DOMAINSTATE_PROBE_TIMEOUT", 15.0, "float", "Seconds a HEAD probe may take before requests stop waiting for it."
-    ),
-    _s("DOMAINSTATE_REMOTE_URL", None, "str", "Base URL of a shared-state service (off when None)."),
-    _s("DOMAINSTATE_REMOTE_TOKEN", None, "str", "Bearer token for the shared-state service."),
-    _s("DOMAINSTATE_REMOTE_TIMEOUT", 2.0, "float", "Seconds before a call to the shared-state service is abandoned."),
-    _s(
-        "DOMAINSTATE_REMOTE_CONSENSUS",
-        0.8,
-        "float",
-        "Share of agreeing reporters above which a remote state is adopted.",
-    ),
-    _s("DOMAINSTATE_REMOTE_MIN_REPORTERS", 3, "int", "Distinct reporters needed before a remote consensus counts."),
-    _s("DOMAINSTATE_STATS_PER_DOMAIN", False, "bool", "Also count decisions per domain in stats (many keys)."),
-)
-
-_BY_NAME = {s.name: s for s in SETTINGS}
-
-
-def _setting_value(settings: Mapping[str, Any], name: str) -> Any:
-    value = settings.get(name, None) if hasattr(settings, "get") else None
-    return _BY_NAME[name].default if value is None else value
+# ---------------------------------------------------------------- parsers
 
 
 def _bool(name: str, value: Any) -> bool:
@@ -143,7 +83,10 @@ def _bool(name: str, value: Any) -> bool:
     raise ConfigError(f"{name} must be a boolean, got {value!r}")
 
 
-def _number(name: str, value: Any, kind: type, minimum: float, maximum: float | None = None) -> Any:
+_N = TypeVar("_N", int, float)
+
+
+def _number(name: str, value: Any, kind: type[_N], minimum: float, maximum: float | None = None) -> _N:
     if isinstance(value, bool):
         raise ConfigError(f"{name} must be a number, got {value!r}")
     try:
@@ -158,10 +101,65 @@ def _number(name: str, value: Any, kind: type, minimum: float, maximum: float | 
     return number
 
 
+def _int(minimum: int, maximum: int | None = None) -> Parser:
+    def parse(name: str, value: Any) -> int:
+        return _number(name, value, int, minimum, maximum)
+
+    return parse
+
+
+def _float(minimum: float, maximum: float | None = None) -> Parser:
+    def parse(name: str, value: Any) -> float:
+        return _number(name, value, float, minimum, maximum)
+
+    return parse
+
+
+def _seconds(name: str, value: Any, minimum: float, allow_none: bool) -> float | None:
+    """A duration: a number of seconds or ``"90m"``, ``"12h"``, ``"7d"``, ``"2w"`` (``"none"`` if allowed)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, str):
+        try:
+            seconds = parse_duration(value)
+        except ValueError:
+            forms = "'90m', '12h', '7d', '2w'" + (" or 'none'" if allow_none else "")
+            raise ConfigError(
+                f"{name} must be a number of seconds or a duration such as {forms}, got {value!r}"
+            ) from None
+        if seconds is None:
+            if allow_none:
+                return None
+            raise ConfigError(f"{name} cannot be 'none' (no expiry), got {value!r}")
+        value = seconds
+    return _number(name, value, float, minimum)
+
+
+def _duration(minimum: float) -> Parser:
+    def parse(name: str, value: Any) -> float | None:
+        return _seconds(name, value, minimum, allow_none=False)
+
+    return parse
+
+
+def _str(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _optional_str(name: str, value: Any) -> str | None:
+    return None if value is None else _str(name, value)
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string, got {value!r}")
+    return value
+
+
 def _dict(name: str, value: Any) -> dict[Any, Any]:
     if isinstance(value, str):
-        import json
-
         try:
             value = json.loads(value)
         except ValueError:
@@ -173,8 +171,7 @@ def _dict(name: str, value: Any) -> dict[Any, Any]:
     return dict(value)
 
 
-def _ttl(value: Any) -> dict[State, float | None]:
-    name = "DOMAINSTATE_TTL"
+def _ttl(name: str, value: Any) -> dict[State, float | None]:
     ttl = dict(DEFAULT_TTL)
     for key, seconds in _dict(name, value).items():
         try:
@@ -182,20 +179,11 @@ def _ttl(value: Any) -> dict[State, float | None]:
         except ValueError:
             valid = ", ".join(s.value for s in State)
             raise ConfigError(f"{name} has an unknown state {key!r}; valid states: {valid}") from None
-        ttl[state] = None if seconds is None else _number(f"{name}[{key!r}]", seconds, float, 1.0)
+        ttl[state] = _seconds(f"{name}[{key!r}]", seconds, 1.0, allow_none=True)
     return ttl
 
 
-def _optional_str(name: str, value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _markers(value: Any) -> dict[str, tuple[str, ...]]:
-    name = "DOMAINSTATE_CHALLENGE_MARKERS"
+def _markers(name: str, value: Any) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for vendor, given in _dict(name, value).items():
         markers = [given] if isinstance(given, str) else given
@@ -205,121 +193,472 @@ def _markers(value: Any) -> dict[str, tuple[str, ...]]:
     return out
 
 
-@dataclass(frozen=True)
-class Config:
-    """The validated settings. Build it with :meth:`from_settings`."""
+def _browser_meta(name: str, value: Any) -> dict[str, Any] | None:
+    """The browser meta, or ``None`` (also ``"None"``/``"null"``/``""`` from ``-s``): no browser."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
+        return None
+    meta = _dict(name, value)
+    if not meta:
+        raise ConfigError(f"{name} must not be empty: it is what routes a request to the browser (None: no browser)")
+    return meta
 
-    enabled: bool = True
-    store: str = _BY_NAME["DOMAINSTATE_STORE"].default
-    lmdb_path: str = _BY_NAME["DOMAINSTATE_LMDB_PATH"].default
-    lmdb_map_size: int = _BY_NAME["DOMAINSTATE_LMDB_MAP_SIZE"].default
-    redis_url: str | None = None
-    redis_prefix: str = "domainstate:"
-    ttl: Mapping[State, float | None] = field(default_factory=lambda: dict(DEFAULT_TTL))
-    dead_threshold: int = 2
-    antibot_hard_threshold: int = 3
-    cold_threshold: int = 5
-    friendly_window: int = 10
-    friendly_ratio: float = 0.7
-    friendly_min_fetches: int = 5
-    friendly_demote: int = 5
-    recent_size: int = 20
-    url_dead_ttl: float = 30 * DAY
-    max_domains: int = 1_000_000
-    head_probe: bool = True
-    browser_meta: Mapping[str, Any] = field(default_factory=lambda: {"playwright": True})
-    per_hostname: bool = False
-    outcome: str = "contacts"
-    challenge_markers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    body_scan_bytes: int = 65536
-    flush_interval: float = 5.0
-    flush_size: int = 500
-    probe_timeout: float = 15.0
-    remote_url: str | None = None
-    remote_token: str | None = None
-    remote_timeout: float = 2.0
-    remote_consensus: float = 0.8
-    remote_min_reporters: int = 3
-    stats_per_domain: bool = False
+
+def _dotted(what: str) -> Parser:
+    """A dotted path (``pkg.module.name``); a class or function given as an object becomes its path."""
+
+    def parse(name: str, value: Any) -> str:
+        if not isinstance(value, str) and callable(value):
+            value = f"{value.__module__}.{value.__qualname__}"
+        if not isinstance(value, str) or "." not in value:
+            raise ConfigError(f"{name} must be {what}, got {value!r}")
+        return value
+
+    return parse
+
+
+def _outcome(name: str, value: Any) -> str:
+    if not isinstance(value, str) and callable(value):
+        value = f"{value.__module__}.{value.__qualname__}"
+    if not isinstance(value, str) or not value or (value not in ("contacts", "items") and "." not in value):
+        raise ConfigError(f"{name} must be 'contacts', 'items' or a dotted path to a callable, got {value!r}")
+    return value
+
+
+def _path(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{name} must be a non-empty path, got {value!r}")
+    return value
+
+
+def _parser_for(type_: str, default: Any) -> Parser:
+    """The parser a row gets when it names none: by its type (numbers must be >= 0)."""
+    if type_ == "str":
+        return _optional_str if default is None else _text
+    by_type: dict[str, Parser] = {
+        "bool": _bool,
+        "int": _int(0),
+        "float": _float(0.0),
+        "duration": _duration(0.0),
+        "dict": _dict,
+    }
+    if type_ not in by_type:
+        raise TypeError(f"unknown setting type {type_!r}")
+    return by_type[type_]
+
+
+# ---------------------------------------------------------------- the table
+
+#: "Not set at all" (distinct from an explicit ``None``).
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of :data:`SETTINGS`."""
+
+    name: str
+    default: Any
+    type: str
+    doc: str
+    parse: Parser
+    #: The right-hand side of a README example (``NAME = <example>``), if any.
+    example: str | None = None
+    #: A setting read instead when this one is unset (``REDIS_URL`` for ``DOMAINSTATE_REDIS_URL``).
+    fallback: str | None = None
+    #: Settings whose value this one may not exceed (checked after every value is parsed).
+    at_most: tuple[str, ...] = ()
+    #: An explicit ``None`` is a value given to the parser (e.g. "off"), not "use the default".
+    nullable: bool = False
+
+    @property
+    def field(self) -> str:
+        """The :class:`Config` attribute: the name without its prefix, lowercased."""
+        return self.name.removeprefix(PREFIX).lower()
+
+    def value(self, raw: Any = _UNSET) -> Any:
+        """The parsed value of ``raw``; unset (or ``None``, unless the row is nullable): the default."""
+        if raw is _UNSET or (raw is None and not self.nullable):
+            raw = self.default
+        return self.parse(self.name, raw)
+
+
+def _s(
+    name: str,
+    default: Any,
+    type_: str,
+    doc: str,
+    *,
+    parse: Parser | None = None,
+    example: str | None = None,
+    fallback: str | None = None,
+    at_most: tuple[str, ...] = (),
+    nullable: bool = False,
+) -> Setting:
+    parser = parse or _parser_for(type_, default)
+    return Setting(name, default, type_, doc, parser, example, fallback, at_most, nullable)
+
+
+#: Thresholds count entries of a record's recent history, so none may exceed its size.
+_IN_RECENT = ("DOMAINSTATE_RECENT_SIZE",)
+
+SETTINGS: tuple[Setting, ...] = (
+    _s(
+        "DOMAINSTATE_ENABLED",
+        True,
+        "bool",
+        "Switch the plugin on or off. Off (also: ``domainstate_enabled = False`` on a spider), it logs "
+        "one INFO line and enables nothing.",
+        example="False",
+    ),
+    _s(
+        "DOMAINSTATE_STORE",
+        "scrapy_domainstate.store.lmdb.LmdbStore",
+        "str",
+        "Class path of the store (LMDB, Redis or memory).",
+        parse=_dotted("a class path like 'pkg.module.Class'"),
+        example='"scrapy_domainstate.store.redis.RedisStore"',
+    ),
+    _s(
+        "DOMAINSTATE_LMDB_PATH",
+        "domainstate",
+        "str",
+        "LMDB directory; relative paths live in the project data dir (like HTTPCACHE_DIR).",
+        parse=_path,
+        example='"/var/lib/crawl/domainstate"',
+    ),
+    _s(
+        "DOMAINSTATE_LMDB_MAP_SIZE",
+        1 << 30,
+        "int",
+        "Bytes reserved for the LMDB map (sparse); grown on demand when full.",
+        parse=_int(1 << 16),
+        example="8 << 30",
+    ),
+    _s(
+        "DOMAINSTATE_REDIS_URL",
+        None,
+        "str",
+        "Redis URL for the Redis store (falls back to REDIS_URL).",
+        fallback="REDIS_URL",
+        example='"redis://cache:6379/0"',
+    ),
+    _s("DOMAINSTATE_REDIS_PREFIX", "domainstate:", "str", "Key prefix in Redis.", example='"shop-crawl:ds:"'),
+    _s(
+        "DOMAINSTATE_TTL",
+        {},
+        "dict",
+        "State -> TTL (a duration; None or 'none' = no TTL); merged with the defaults.",
+        parse=_ttl,
+        example='{"dead": "14d", "cold": None}',
+    ),
+    _s(
+        "DOMAINSTATE_DEAD_THRESHOLD",
+        2,
+        "int",
+        "Consecutive dead signals that make an unknown domain dead.",
+        parse=_int(1),
+        at_most=_IN_RECENT,
+    ),
+    _s(
+        "DOMAINSTATE_ANTIBOT_HARD_THRESHOLD",
+        3,
+        "int",
+        "Consecutive antibot outcomes that make a domain antibot-hard.",
+        parse=_int(1),
+        at_most=_IN_RECENT,
+    ),
+    _s(
+        "DOMAINSTATE_COLD_THRESHOLD",
+        5,
+        "int",
+        "Consecutive ok-empty outcomes that make a domain cold.",
+        parse=_int(1),
+        at_most=_IN_RECENT,
+    ),
+    _s(
+        "DOMAINSTATE_FRIENDLY_WINDOW",
+        10,
+        "int",
+        "How many recent fetch outcomes the friendly rule looks at.",
+        parse=_int(1),
+        at_most=_IN_RECENT,
+    ),
+    _s(
+        "DOMAINSTATE_FRIENDLY_RATIO",
+        0.7,
+        "float",
+        "Share of ok-contact fetches in the window that makes a domain friendly.",
+        parse=_float(0.0, 1.0),
+    ),
+    _s(
+        "DOMAINSTATE_FRIENDLY_MIN_FETCHES",
+        5,
+        "int",
+        "Fetches needed in the window before the friendly rule applies.",
+        parse=_int(1),
+        # above the window, no domain could ever become friendly
+        at_most=(*_IN_RECENT, "DOMAINSTATE_FRIENDLY_WINDOW"),
+    ),
+    _s(
+        "DOMAINSTATE_FRIENDLY_DEMOTE",
+        5,
+        "int",
+        "Consecutive failed fetches that demote a friendly domain to unknown.",
+        parse=_int(1),
+        at_most=_IN_RECENT,
+    ),
+    _s("DOMAINSTATE_RECENT_SIZE", 20, "int", "Entries kept in a record's recent history (FIFO).", parse=_int(1, 255)),
+    _s(
+        "DOMAINSTATE_URL_DEAD_TTL",
+        30 * DAY,
+        "duration",
+        "How long a URL answering 404/410 (off the site root) is skipped.",
+        example='"7d"',
+    ),
+    _s(
+        "DOMAINSTATE_MAX_DOMAINS",
+        1_000_000,
+        "int",
+        "Cap on stored domains; the least recently seen are evicted.",
+        parse=_int(1),
+    ),
+    _s("DOMAINSTATE_HEAD_PROBE", True, "bool", "Probe unknown domains with one HEAD request first."),
+    _s(
+        "DOMAINSTATE_BROWSER_META",
+        {"playwright": True},
+        "dict",
+        "Meta merged into a request to send it to the browser; None: no browser (antibot-hard domains are skipped).",
+        parse=_browser_meta,
+        example="None",
+        nullable=True,
+    ),
+    _s(
+        "DOMAINSTATE_BROWSER_RENDERED",
+        "scrapy_domainstate._browser.rendered_by_playwright",
+        "str",
+        "Dotted path to a callable (response) -> bool: did the browser handler produce this response?",
+        parse=_dotted("a dotted path to a callable (response) -> bool"),
+        example='"myproject.browser.rendered_by_zyte_api"',
+    ),
+    _s(
+        "DOMAINSTATE_BROWSER_CHALLENGE_WAIT",
+        15.0,
+        "duration",
+        "How long a scrapy-playwright render waits for a challenge page to pass (0: no wait).",
+        example="30.0",
+    ),
+    _s("DOMAINSTATE_PER_HOSTNAME", False, "bool", "Track every hostname on its own instead of by eTLD+1."),
+    _s(
+        "DOMAINSTATE_OUTCOME",
+        "contacts",
+        "str",
+        "What makes a page useful: 'contacts', 'items' or a dotted path to a callable.",
+        parse=_outcome,
+        example='"items"',
+    ),
+    _s(
+        "DOMAINSTATE_CHALLENGE_MARKERS",
+        {},
+        "dict",
+        "Extra body markers: vendor -> list of strings.",
+        parse=_markers,
+        example='{"acme-waf": ["acme-wall-v2"]}',
+    ),
+    _s(
+        "DOMAINSTATE_BODY_SCAN_BYTES",
+        65536,
+        "int",
+        "Bytes of a body scanned for challenge markers and contacts.",
+        parse=_int(256),
+    ),
+    _s(
+        "DOMAINSTATE_FLUSH_INTERVAL",
+        1.0,
+        "duration",
+        "Time between batched store writes: at most this much learning is lost when a crawl is killed.",
+    ),
+    _s("DOMAINSTATE_FLUSH_SIZE", 500, "int", "Buffered outcomes that trigger a store write.", parse=_int(1)),
+    _s(
+        "DOMAINSTATE_PROBE_TIMEOUT",
+        15.0,
+        "duration",
+        "How long a HEAD probe may take before requests stop waiting for it.",
+        parse=_duration(0.001),
+    ),
+    _s(
+        "DOMAINSTATE_REMOTE_URL",
+        None,
+        "str",
+        "Base URL of a shared-state service (off when None).",
+        example='"http://127.0.0.1:8790"',
+    ),
+    _s(
+        "DOMAINSTATE_REMOTE_TOKEN",
+        None,
+        "str",
+        "Bearer token for the shared-state service.",
+        example='"s3cret-token"',
+    ),
+    _s(
+        "DOMAINSTATE_REMOTE_TIMEOUT",
+        2.0,
+        "duration",
+        "How long a call to the shared-state service may take before it is abandoned.",
+        parse=_duration(0.001),
+    ),
+    _s(
+        "DOMAINSTATE_REMOTE_CONSENSUS",
+        0.8,
+        "float",
+        "Share of agreeing reporters above which a remote state is adopted.",
+        parse=_float(0.0, 1.0),
+    ),
+    _s(
+        "DOMAINSTATE_REMOTE_MIN_REPORTERS",
+        3,
+        "int",
+        "Distinct reporters needed before a remote consensus counts.",
+        parse=_int(1),
+    ),
+    _s("DOMAINSTATE_STATS_PER_DOMAIN", False, "bool", "Also count decisions per domain in stats (many keys)."),
+    _s(
+        "DOMAINSTATE_SERVICE_RATE",
+        50.0,
+        "float",
+        "Service: API requests a second per reporter (bursts of 10 s worth); beyond, 429. 0: no limit.",
+        parse=_float(0.0),
+    ),
+    _s(
+        "DOMAINSTATE_SERVICE_QUOTA",
+        1_000_000,
+        "int",
+        "Service: votes one reporter may hold (about 200 bytes each); beyond, 429. 0: no limit.",
+        parse=_int(0),
+    ),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+_BY_FIELD = {s.field: s for s in SETTINGS}
+
+# ---------------------------------------------------------------- the dataclass
+
+#: The default of a :class:`Config` field: the parsed default of its row in :data:`SETTINGS`.
+FROM_TABLE: Any = object()
+
+_C = TypeVar("_C")
+
+
+def _defaults_from_table(cls: type[_C]) -> type[_C]:
+    """Give each annotated field its row's parsed default; fail at import on any mismatch."""
+    names = list(cls.__annotations__)
+    missing = [s.name for s in SETTINGS if s.field not in names]
+    extra = [n for n in names if n not in _BY_FIELD]
+    if missing or extra:
+        raise TypeError(
+            f"Config and SETTINGS disagree: settings without a field {missing}, fields without a row {extra}"
+        )
+    for name in names:
+        setting = _BY_FIELD[name]
+        given = cls.__dict__.get(name, MISSING)
+        if given is not FROM_TABLE and given is not MISSING and given != setting.value():
+            raise TypeError(f"Config.{name} = {given!r} differs from the default of {setting.name} in SETTINGS")
+        setattr(cls, name, field(default_factory=setting.value))
+    return cls
+
+
+@dataclass(frozen=True)
+@_defaults_from_table
+class Config:
+    """The validated settings, one field per row of :data:`SETTINGS`. Build it with :meth:`from_settings`."""
+
+    enabled: bool = FROM_TABLE
+    store: str = FROM_TABLE
+    lmdb_path: str = FROM_TABLE
+    lmdb_map_size: int = FROM_TABLE
+    redis_url: str | None = FROM_TABLE
+    redis_prefix: str = FROM_TABLE
+    ttl: Mapping[State, float | None] = FROM_TABLE
+    dead_threshold: int = FROM_TABLE
+    antibot_hard_threshold: int = FROM_TABLE
+    cold_threshold: int = FROM_TABLE
+    friendly_window: int = FROM_TABLE
+    friendly_ratio: float = FROM_TABLE
+    friendly_min_fetches: int = FROM_TABLE
+    friendly_demote: int = FROM_TABLE
+    recent_size: int = FROM_TABLE
+    url_dead_ttl: float = FROM_TABLE
+    max_domains: int = FROM_TABLE
+    head_probe: bool = FROM_TABLE
+    browser_meta: Mapping[str, Any] | None = FROM_TABLE
+    browser_rendered: str = FROM_TABLE
+    browser_challenge_wait: float = FROM_TABLE
+    per_hostname: bool = FROM_TABLE
+    outcome: str = FROM_TABLE
+    challenge_markers: Mapping[str, tuple[str, ...]] = FROM_TABLE
+    body_scan_bytes: int = FROM_TABLE
+    flush_interval: float = FROM_TABLE
+    flush_size: int = FROM_TABLE
+    probe_timeout: float = FROM_TABLE
+    remote_url: str | None = FROM_TABLE
+    remote_token: str | None = FROM_TABLE
+    remote_timeout: float = FROM_TABLE
+    remote_consensus: float = FROM_TABLE
+    remote_min_reporters: int = FROM_TABLE
+    stats_per_domain: bool = FROM_TABLE
+    service_rate: float = FROM_TABLE
+    service_quota: int = FROM_TABLE
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None = None) -> Config:
-        s = settings if settings is not None else {}
+        """Parse every row of :data:`SETTINGS` from ``settings`` (unset or ``None``: the default)."""
+        values = {s.field: s.value(_raw(settings, s)) for s in SETTINGS}
+        for s in SETTINGS:
+            for other in s.at_most:
+                mine, limit = values[s.field], values[_BY_NAME[other].field]
+                if mine > limit:
+                    raise ConfigError(f"{s.name} ({mine}) cannot exceed {other} ({limit})")
+        return cls(**values)
 
-        def get(name: str) -> Any:
-            return _setting_value(s, name)
 
-        recent_size = _number("DOMAINSTATE_RECENT_SIZE", get("DOMAINSTATE_RECENT_SIZE"), int, 1, 255)
+def _raw(settings: Mapping[str, Any] | None, setting: Setting) -> Any:
+    """The value given for ``setting`` (or its fallback), or ``_UNSET``."""
+    if settings is None or not hasattr(settings, "get"):
+        return _UNSET
+    for name in (setting.name, setting.fallback):
+        if name is not None and settings.get(name, None) is not None:
+            return settings.get(name)
+    if setting.nullable and setting.name in settings:
+        return None
+    return _UNSET
 
-        def threshold(name: str) -> int:
-            value = _number(name, get(name), int, 1)
-            if value > recent_size:
-                raise ConfigError(f"{name} ({value}) cannot exceed DOMAINSTATE_RECENT_SIZE ({recent_size})")
-            return value
 
-        window = threshold("DOMAINSTATE_FRIENDLY_WINDOW")
-        min_fetches = threshold("DOMAINSTATE_FRIENDLY_MIN_FETCHES")
-        if min_fetches > window:
-            raise ConfigError(
-                f"DOMAINSTATE_FRIENDLY_MIN_FETCHES ({min_fetches}) cannot exceed "
-                f"DOMAINSTATE_FRIENDLY_WINDOW ({window}): no domain could ever become friendly"
-            )
-        redis_url = get("DOMAINSTATE_REDIS_URL")
-        if redis_url is None and hasattr(s, "get"):
-            redis_url = s.get("REDIS_URL")
-        outcome = get("DOMAINSTATE_OUTCOME")
-        if not isinstance(outcome, str) and callable(outcome):
-            outcome = f"{outcome.__module__}.{outcome.__qualname__}"
-        if not isinstance(outcome, str) or not outcome or (outcome not in ("contacts", "items") and "." not in outcome):
-            raise ConfigError(
-                f"DOMAINSTATE_OUTCOME must be 'contacts', 'items' or a dotted path to a callable, got {outcome!r}"
-            )
-        store = get("DOMAINSTATE_STORE")
-        if not isinstance(store, str):
-            store = f"{store.__module__}.{store.__qualname__}" if isinstance(store, type) else store
-        if not isinstance(store, str) or "." not in store:
-            raise ConfigError(f"DOMAINSTATE_STORE must be a class path like 'pkg.module.Class', got {store!r}")
-        browser_meta = _dict("DOMAINSTATE_BROWSER_META", get("DOMAINSTATE_BROWSER_META"))
-        if not browser_meta:
-            raise ConfigError("DOMAINSTATE_BROWSER_META must not be empty: it is what routes a request to the browser")
-        lmdb_path = get("DOMAINSTATE_LMDB_PATH")
-        if not isinstance(lmdb_path, str) or not lmdb_path:
-            raise ConfigError(f"DOMAINSTATE_LMDB_PATH must be a non-empty path, got {lmdb_path!r}")
-        return cls(
-            enabled=_bool("DOMAINSTATE_ENABLED", get("DOMAINSTATE_ENABLED")),
-            store=store,
-            lmdb_path=lmdb_path,
-            lmdb_map_size=_number("DOMAINSTATE_LMDB_MAP_SIZE", get("DOMAINSTATE_LMDB_MAP_SIZE"), int, 1 << 16),
-            redis_url=_optional_str("DOMAINSTATE_REDIS_URL", redis_url),
-            redis_prefix=str(get("DOMAINSTATE_REDIS_PREFIX")),
-            ttl=_ttl(get("DOMAINSTATE_TTL")),
-            dead_threshold=threshold("DOMAINSTATE_DEAD_THRESHOLD"),
-            antibot_hard_threshold=threshold("DOMAINSTATE_ANTIBOT_HARD_THRESHOLD"),
-            cold_threshold=threshold("DOMAINSTATE_COLD_THRESHOLD"),
-            friendly_window=window,
-            friendly_ratio=_number("DOMAINSTATE_FRIENDLY_RATIO", get("DOMAINSTATE_FRIENDLY_RATIO"), float, 0.0, 1.0),
-            friendly_min_fetches=min_fetches,
-            friendly_demote=threshold("DOMAINSTATE_FRIENDLY_DEMOTE"),
-            recent_size=recent_size,
-            url_dead_ttl=_number("DOMAINSTATE_URL_DEAD_TTL", get("DOMAINSTATE_URL_DEAD_TTL"), float, 0.0),
-            max_domains=_number("DOMAINSTATE_MAX_DOMAINS", get("DOMAINSTATE_MAX_DOMAINS"), int, 1),
-            head_probe=_bool("DOMAINSTATE_HEAD_PROBE", get("DOMAINSTATE_HEAD_PROBE")),
-            browser_meta=browser_meta,
-            per_hostname=_bool("DOMAINSTATE_PER_HOSTNAME", get("DOMAINSTATE_PER_HOSTNAME")),
-            outcome=outcome,
-            challenge_markers=_markers(get("DOMAINSTATE_CHALLENGE_MARKERS")),
-            body_scan_bytes=_number("DOMAINSTATE_BODY_SCAN_BYTES", get("DOMAINSTATE_BODY_SCAN_BYTES"), int, 256),
-            flush_interval=_number("DOMAINSTATE_FLUSH_INTERVAL", get("DOMAINSTATE_FLUSH_INTERVAL"), float, 0.0),
-            flush_size=_number("DOMAINSTATE_FLUSH_SIZE", get("DOMAINSTATE_FLUSH_SIZE"), int, 1),
-            probe_timeout=_number("DOMAINSTATE_PROBE_TIMEOUT", get("DOMAINSTATE_PROBE_TIMEOUT"), float, 0.001),
-            remote_url=_optional_str("DOMAINSTATE_REMOTE_URL", get("DOMAINSTATE_REMOTE_URL")),
-            remote_token=_optional_str("DOMAINSTATE_REMOTE_TOKEN", get("DOMAINSTATE_REMOTE_TOKEN")),
-            remote_timeout=_number("DOMAINSTATE_REMOTE_TIMEOUT", get("DOMAINSTATE_REMOTE_TIMEOUT"), float, 0.001),
-            remote_consensus=_number(
-                "DOMAINSTATE_REMOTE_CONSENSUS", get("DOMAINSTATE_REMOTE_CONSENSUS"), float, 0.0, 1.0
-            ),
-            remote_min_reporters=_number(
-                "DOMAINSTATE_REMOTE_MIN_REPORTERS", get("DOMAINSTATE_REMOTE_MIN_REPORTERS"), int, 1
-            ),
-            stats_per_domain=_bool("DOMAINSTATE_STATS_PER_DOMAIN", get("DOMAINSTATE_STATS_PER_DOMAIN")),
-        )
+# ---------------------------------------------------------------- misspelt names
+
+
+def unknown_settings(names: Iterable[str]) -> list[tuple[str, str | None]]:
+    """``(name, closest valid name or None)`` for each ``DOMAINSTATE_*`` name that no part reads."""
+    # Compared without the shared prefix, which would make every name look close.
+    valid = {n.removeprefix(PREFIX): n for n in [*_BY_NAME, *sorted(OTHER_SETTINGS)]}
+    out = []
+    for name in names:
+        if not isinstance(name, str) or not name.startswith(PREFIX) or name in _BY_NAME or name in OTHER_SETTINGS:
+            continue
+        close = difflib.get_close_matches(name.removeprefix(PREFIX), valid, n=1, cutoff=0.6)
+        out.append((name, valid[close[0]] if close else None))
+    return sorted(out)
+
+
+def log_unknown_settings(settings: Iterable[str], crawler: Any = None) -> int:
+    """Log one WARNING per misspelt ``DOMAINSTATE_*`` setting; return how many there were.
+
+    With a ``crawler``, only its first call checks (the add-on and the components both call it).
+    """
+    if crawler is not None:
+        if getattr(crawler, "_domainstate_names_checked", False):
+            return 0
+        crawler._domainstate_names_checked = True
+    found = unknown_settings(settings)
+    for name, close in found:
+        hint = f"did you mean {close}?" if close else "see the Settings section of the README"
+        logger.warning("scrapy-domainstate: unknown setting %s ignored; %s", name, hint, extra={"crawler": crawler})
+    return len(found)

@@ -164,6 +164,10 @@ def _boundary_ok(low: bytes, start: int, end: int) -> bool:
 
 
 def _numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    return _intl_numbers(low, out, seen, first) or _nanp_numbers(low, out, seen, first)
+
+
+def _intl_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
     # International: every match of _INTL starts at a "+" and holds no other "+", so its
     # matches are exactly the positions _INTL_START finds (in C). A "+" glued to a letter or
     # digit (minified code: "e+1") fails the boundary check anyway: it is counted against the
@@ -186,6 +190,10 @@ def _numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
             _add(out, seen, _phone_key(text))
             if first:
                 return True
+    return False
+
+
+def _nanp_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
     # North American: find the "000-0000" tail on the digits-to-zero copy, then look back.
     shape = low.translate(_ZERO_DIGITS)
     find = shape.find

@@ -1,6 +1,6 @@
 """CSV export and import of :class:`~scrapy_domainstate.record.DomainStat` records.
 
-One row per domain, one column per field of the record (``SPEC.md`` section 5), in
+One row per domain, one column per field of the record (``docs/SPEC.md`` section 5), in
 this order: :data:`COLUMNS`. Timestamps are Unix seconds written with ``repr`` (so
 they read back bit for bit); ``state_expires_at`` is empty when the state has no
 TTL; ``recent`` is a compact JSON list of ``{"at", "method", "outcome"[, "status"]
@@ -8,7 +8,12 @@ TTL; ``recent`` is a compact JSON list of ``{"at", "method", "outcome"[, "status
 
 :func:`read_csv` validates every row and never raises on bad data: it returns the
 good records and a list of :class:`RowError` (``line N: problem``), so a caller can
-refuse to write anything when one row is wrong. Pure: no Scrapy, no store.
+refuse to write anything when one row is wrong; each error names every problem of
+its row, and numbers or text a record cannot hold (a 400-digit integer, NaN, text
+that is not UTF-8, nesting too deep) are errors like any other. A minimal file with
+the columns ``domain,state[,ttl]`` seeds states (a block list). Entry times are
+written as whole seconds (what the record keeps), never after ``last_seen``. Pure:
+no Scrapy, no store.
 """
 
 from __future__ import annotations
@@ -16,14 +21,17 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TextIO
 
+from ._time import parse_duration
+from .config import DEFAULT_TTL
 from .keys import MAX_KEY_BYTES, domain_key, host_of
-from .record import DomainStat, Method, Outcome, RecentEntry, State
+from .record import MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
 
-__all__ = ["COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
+__all__ = ["COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
 
 #: The record's fields, ``recent`` (a JSON cell) last.
 COLUMNS = (*(f.name for f in fields(DomainStat) if f.name != "recent"), "recent")
@@ -63,10 +71,22 @@ def _time(value: float) -> str:
     return repr(float(value))
 
 
-def _recent_json(recent: list[RecentEntry]) -> str:
+def _entry_time(at: float, last_seen: float) -> float:
+    """An entry's time as the record keeps it: whole seconds (the record stores entries as
+    whole seconds after ``first_seen``, so a fraction would only repeat first_seen's),
+    never after ``last_seen``."""
+    whole = float(round(at))
+    return last_seen if last_seen and whole > last_seen else whole
+
+
+def _recent_json(recent: list[RecentEntry], last_seen: float = 0.0) -> str:
     entries = []
     for e in recent:
-        item: dict[str, Any] = {"at": float(e.at), "method": str(e.method), "outcome": str(e.outcome)}
+        item: dict[str, Any] = {
+            "at": _entry_time(e.at, last_seen),
+            "method": str(e.method),
+            "outcome": str(e.outcome),
+        }
         if e.status is not None:
             item["status"] = e.status
         if e.error_class is not None:
@@ -86,7 +106,7 @@ def row_of(stat: DomainStat) -> list[str]:
         _time(stat.state_changed_at),
         "" if stat.state_expires_at is None else _time(stat.state_expires_at),
         _time(stat.probed_at),
-        _recent_json(stat.recent),
+        _recent_json(stat.recent, stat.last_seen),
     ]
 
 
@@ -118,6 +138,10 @@ def write_csv(
 
 # ------------------------------------------------------------------ reading
 
+#: The columns of a minimal row (``domain,state[,ttl]``): the domain is set to that state as
+#: by ``scrapy domainstate set`` on a new domain (``ttl`` as ``set --ttl``; empty: the default).
+MINIMAL_COLUMNS = ("domain", "state", "ttl")
+
 
 class _Bad(ValueError):
     pass
@@ -127,21 +151,25 @@ def _int_cell(name: str, text: str) -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        raise _Bad(f"{name} must be a whole number, got {text!r}") from None
+        raise _Bad(f"{name} must be a whole number, got {text[:40]!r}") from None
     if not 0 <= value <= _U32:
-        raise _Bad(f"{name} must be between 0 and {_U32}, got {value}")
+        raise _Bad(f"{name} must be between 0 and {_U32}, got {text.strip()[:40]}")
     return value
 
 
 def _float(name: str, value: Any) -> float:
     if isinstance(value, bool):
         raise _Bad(f"{name} must be a number, got {value!r}")
+    if isinstance(value, int) and not -(10**20) < value < 10**20:
+        raise _Bad(f"{name} must be a time in Unix seconds, got a {len(str(abs(value)))}-digit number")
     try:
         number = float(value.strip() if isinstance(value, str) else value)
-    except (TypeError, ValueError):
-        raise _Bad(f"{name} must be a number (Unix seconds), got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise _Bad(f"{name} must be a number (Unix seconds), got {str(value)[:40]!r}") from None
     if not math.isfinite(number) or number < 0:
-        raise _Bad(f"{name} must be a finite number >= 0, got {value!r}")
+        raise _Bad(f"{name} must be a finite number >= 0, got {str(value)[:40]!r}")
+    if number > MAX_TIME:
+        raise _Bad(f"{name} must be a time before the year 10000 (<= {MAX_TIME:.0f}), got {str(value)[:40]!r}")
     return number
 
 
@@ -149,56 +177,84 @@ def _state(text: str) -> State:
     try:
         return State(text.strip().lower())
     except ValueError:
-        raise _Bad(f"unknown state {text!r}; valid states: {_VALID_STATES}") from None
+        raise _Bad(f"unknown state {text[:40]!r}; valid states: {_VALID_STATES}") from None
 
 
-def _entry(i: int, item: Any, first_seen: float) -> RecentEntry:
+def _entry(i: int, item: Any, first_seen: float | None) -> RecentEntry:
     where = f"recent[{i}]"
     if not isinstance(item, dict):
-        raise _Bad(f"{where} must be an object, got {item!r}")
+        raise _Bad(f"{where} must be an object, got {str(item)[:40]}")
     if not item.keys() <= _ENTRY_KEYS:
-        raise _Bad(f"{where} has unknown keys: {', '.join(sorted(set(item) - _ENTRY_KEYS))}")
+        raise _Bad(f"{where} has unknown keys: {', '.join(sorted(set(item) - _ENTRY_KEYS))[:80]}")
     if "at" not in item or "method" not in item or "outcome" not in item:
         raise _Bad(f"{where} needs 'at', 'method' and 'outcome'")
+    problems = []
     at = item["at"]
-    if type(at) is not float or not math.isfinite(at):
-        at = _float(f"{where}.at", at)
-    if not 0 <= at - first_seen <= _U32:
-        raise _Bad(f"{where}.at ({at!r}) must lie between first_seen ({first_seen!r}) and 136 years after it")
+    try:
+        if type(at) is not float or not math.isfinite(at):
+            at = _float(f"{where}.at", at)
+        if first_seen is not None:
+            # On the record's grid (whole seconds after first_seen), as the store keeps it:
+            # an exported time (whole seconds) reads back as the entry it was.
+            offset = round(at - first_seen)
+            if not 0 <= offset <= _U32:
+                raise _Bad(f"{where}.at ({at!r}) must lie between first_seen ({first_seen!r}) and 136 years after it")
+            at = first_seen + offset
+    except _Bad as exc:
+        problems.append(str(exc))
     method = _METHOD_OF.get(item["method"]) if isinstance(item["method"], str) else None
     if method is None:
-        raise _Bad(f"{where}.method {item['method']!r} is not one of: {_VALID_METHODS}")
+        problems.append(f"{where}.method {str(item['method'])[:40]!r} is not one of: {_VALID_METHODS}")
     outcome = _OUTCOME_OF.get(item["outcome"]) if isinstance(item["outcome"], str) else None
     if outcome is None:
-        raise _Bad(f"{where}.outcome {item['outcome']!r} is not one of: {_VALID_OUTCOMES}")
+        problems.append(f"{where}.outcome {str(item['outcome'])[:40]!r} is not one of: {_VALID_OUTCOMES}")
     status = item.get("status")
     if status is not None and (type(status) is not int or not 0 < status <= _MAX_STATUS):
-        raise _Bad(f"{where}.status must be an HTTP status or null, got {status!r}")
+        problems.append(f"{where}.status must be an HTTP status or null, got {str(status)[:40]}")
     error_class = item.get("error_class")
     if error_class is not None:
         if not isinstance(error_class, str):
-            raise _Bad(f"{where}.error_class must be a string or null, got {error_class!r}")
-        try:
-            size = len(error_class.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise _Bad(f"{where}.error_class is not valid Unicode text") from None
-        if size > _MAX_ERROR_BYTES:
-            raise _Bad(f"{where}.error_class is longer than {_MAX_ERROR_BYTES} bytes")
-    return RecentEntry(at, method, outcome, status, error_class)
+            problems.append(f"{where}.error_class must be a string or null, got {str(error_class)[:40]}")
+        else:
+            try:
+                size = len(error_class.encode("utf-8"))
+            except UnicodeEncodeError:
+                problems.append(f"{where}.error_class is not valid Unicode text")
+            else:
+                if size > _MAX_ERROR_BYTES:
+                    problems.append(f"{where}.error_class is longer than {_MAX_ERROR_BYTES} bytes")
+    if problems:
+        raise _Bad("; ".join(problems))
+    return RecentEntry(at, method, outcome, status, error_class)  # type: ignore[arg-type]
 
 
-def _recent(text: str, first_seen: float) -> list[RecentEntry]:
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _recent(text: str, first_seen: float | None) -> list[RecentEntry]:
     if not text.strip():
         return []
     try:
-        items = json.loads(text)
+        items = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _Bad("recent is nested too deep (it is a list of flat objects)") from None
     except ValueError as exc:
-        raise _Bad(f"recent is not valid JSON ({exc})") from None
+        raise _Bad(f"recent is not valid JSON ({str(exc)[:120]})") from None
     if not isinstance(items, list):
         raise _Bad("recent must be a JSON list")
     if len(items) > _MAX_RECENT:
         raise _Bad(f"recent has {len(items)} entries; at most {_MAX_RECENT}")
-    return [_entry(i, item, first_seen) for i, item in enumerate(items)]
+    out: list[RecentEntry] = []
+    problems: list[str] = []
+    for i, item in enumerate(items):
+        try:
+            out.append(_entry(i, item, first_seen))
+        except _Bad as exc:
+            problems.append(str(exc))
+    if problems:
+        raise _Bad("; ".join(problems))
+    return out
 
 
 def _domain(text: str, per_hostname: bool) -> str:
@@ -216,21 +272,66 @@ def _domain(text: str, per_hostname: bool) -> str:
             and len(raw.encode("utf-8")) <= MAX_KEY_BYTES
         ):
             return raw
-        raise _Bad(f"domain {raw!r} is not a host name nor a shortened key")
-    key = domain_key(raw, per_hostname=per_hostname)
+        raise _Bad(f"domain {raw[:80]!r} is not a host name nor a shortened key")
+    try:
+        key = domain_key(raw, per_hostname=per_hostname)
+    except (ValueError, UnicodeError):
+        key = ""
     if not key:
-        raise _Bad(f"domain {raw!r} has no usable host name")
+        raise _Bad(f"domain {raw[:80]!r} has no usable host name")
     return key
 
 
+class _Row:
+    """Collects every problem of one row; each cell parsed once."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def cell(self, parse: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return parse(*args)
+        except _Bad as exc:
+            self.problems.append(str(exc))
+            return None
+
+
+#: ``ttl`` cell for "the state's own TTL" (as ``DomainStore.set_state``'s ``ttl=-1``).
+_DEFAULT_TTL_MARK = -1.0
+
+
+def _ttl_cell(text: str) -> float | None:
+    """Seconds, ``None`` (no TTL) or :data:`_DEFAULT_TTL_MARK` (empty or ``default``)."""
+    value = text.strip().lower()
+    if value in ("", "default"):
+        return _DEFAULT_TTL_MARK
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        seconds = math.nan
+    if seconds is None:
+        return None
+    if not seconds > 0:
+        raise _Bad(
+            f"ttl must be a positive duration (90, 90m, 12h, 7d, 2w), 'none' for no TTL or empty for the "
+            f"state's default; got {text[:40]!r}"
+        )
+    return seconds
+
+
 def _parse_row(cells: dict[str, str], per_hostname: bool) -> DomainStat:
-    domain = _domain(cells["domain"], per_hostname)
-    state = _state(cells["state"])
-    counters = {name: _int_cell(name, cells[name]) for name in _COUNTERS}
-    times = {name: _float(name, cells[name]) for name in _TIMES}
+    row = _Row()
+    domain = row.cell(_domain, cells["domain"], per_hostname)
+    state = row.cell(_state, cells["state"])
+    counters = {name: row.cell(_int_cell, name, cells[name]) for name in _COUNTERS}
+    times = {name: row.cell(_float, name, cells[name]) for name in _TIMES if name != "probed_at"}
+    probed_text = cells["probed_at"].strip()
+    times["probed_at"] = 0.0 if probed_text == "" else row.cell(_float, "probed_at", probed_text)
     expires_text = cells["state_expires_at"].strip()
-    expires = None if expires_text == "" else _float("state_expires_at", expires_text)
-    recent = _recent(cells["recent"], times["first_seen"])
+    expires = None if expires_text == "" else row.cell(_float, "state_expires_at", expires_text)
+    recent = row.cell(_recent, cells["recent"], times["first_seen"])
+    if row.problems:
+        raise _Bad("; ".join(row.problems))
     return DomainStat(
         domain=domain,
         state=state,
@@ -241,17 +342,56 @@ def _parse_row(cells: dict[str, str], per_hostname: bool) -> DomainStat:
     )
 
 
+def _parse_minimal(
+    cells: dict[str, str], per_hostname: bool, now: float, ttl: Mapping[State, float | None]
+) -> DomainStat:
+    row = _Row()
+    domain = row.cell(_domain, cells["domain"], per_hostname)
+    state = row.cell(_state, cells["state"])
+    seconds = row.cell(_ttl_cell, cells.get("ttl", ""))
+    if row.problems:
+        raise _Bad("; ".join(row.problems))
+    if seconds == _DEFAULT_TTL_MARK:
+        seconds = ttl.get(state)
+    expires = None if seconds is None else min(now + seconds, MAX_TIME)
+    return DomainStat(domain, state, first_seen=now, last_seen=now, state_changed_at=now, state_expires_at=expires)
+
+
+def _not_utf8(cells: list[str], names: list[str]) -> str | None:
+    """The columns holding text that is not valid UTF-8 (a file read with
+    ``errors="surrogateescape"``), or ``None``."""
+    bad = []
+    for i, cell in enumerate(cells):
+        try:
+            cell.encode("utf-8")
+        except UnicodeEncodeError:
+            bad.append(names[i] if i < len(names) else f"field {i + 1}")
+    if not bad:
+        return None
+    return f"{', '.join(bad)}: not valid UTF-8 text"
+
+
 def read_csv(
-    fh: TextIO, *, per_hostname: bool = False, tick: Callable[[int], None] | None = None
+    fh: TextIO,
+    *,
+    per_hostname: bool = False,
+    tick: Callable[[int], None] | None = None,
+    now: float | None = None,
+    ttl: Mapping[State, float | None] | None = None,
 ) -> tuple[list[DomainStat], list[RowError]]:
-    """Parse and validate a CSV written by :func:`write_csv`.
+    """Parse and validate a CSV written by :func:`write_csv`, or a minimal one.
 
     Returns ``(records, errors)``; ``records`` holds the rows that are valid, so a
-    caller should write nothing unless ``errors`` is empty. Domains are normalised
-    with :func:`~scrapy_domainstate.keys.domain_key` (``per_hostname`` as the
-    crawl's setting); two rows with the same key are an error. Columns may come in
-    any order, but all of :data:`COLUMNS` must be there and no other. ``tick(n)``
-    is called after each row (progress display).
+    caller should write nothing unless ``errors`` is empty. One :class:`RowError` per
+    bad row, naming every problem of the row. Domains are normalised with
+    :func:`~scrapy_domainstate.keys.domain_key` (``per_hostname`` as the crawl's
+    setting); two rows with the same key are an error. Columns may come in any order:
+    either all of :data:`COLUMNS` and no other, or the minimal ``domain,state[,ttl]``
+    (:data:`MINIMAL_COLUMNS`): each domain then gets a new record in that state at
+    ``now`` (default: the current time) with ``ttl`` (a duration such as ``7d``, ``none``
+    for no TTL; empty: the state's TTL in ``ttl``, default the plugin's defaults). Text
+    that is not UTF-8 is reported by line when ``fh`` decodes with
+    ``errors="surrogateescape"``. ``tick(n)`` is called after each row (progress display).
     """
     errors: list[RowError] = []
     records: list[DomainStat] = []
@@ -263,18 +403,31 @@ def read_csv(
     if header is None:
         return [], [RowError(1, "empty file: expected a header line")]
     names = [h.strip().lstrip("\ufeff") for h in header]
-    missing = [c for c in COLUMNS if c not in names]
-    unknown = [n for n in names if n not in COLUMNS]
+    bad_text = _not_utf8(names, names)
+    if bad_text is not None:
+        return [], [RowError(1, "the header is not valid UTF-8 text")]
+    minimal = set(names) <= set(MINIMAL_COLUMNS) and {"domain", "state"} <= set(names)
+    expected = MINIMAL_COLUMNS if minimal else COLUMNS
+    missing = [c for c in COLUMNS if c not in names] if not minimal else []
+    unknown = [n for n in names if n not in expected]
     dupes = sorted({n for n in names if names.count(n) > 1})
     problems = []
     if missing:
         problems.append(f"missing columns: {', '.join(missing)}")
     if unknown:
-        problems.append(f"unknown columns: {', '.join(repr(n) for n in unknown)}")
+        problems.append(f"unknown columns: {', '.join(repr(n[:40]) for n in unknown)}")
     if dupes:
         problems.append(f"repeated columns: {', '.join(dupes)}")
     if problems:
-        return [], [RowError(1, "; ".join(problems) + f" (expected: {','.join(COLUMNS)})")]
+        return [], [
+            RowError(
+                1,
+                "; ".join(problems) + f" (expected: {','.join(COLUMNS)}; or the minimal domain,state[,ttl])",
+            )
+        ]
+    if minimal:
+        now = time.time() if now is None else now
+        ttl = DEFAULT_TTL if ttl is None else ttl
     index = {name: i for i, name in enumerate(names)}
     seen: dict[str, int] = {}
     line = reader.line_num + 1
@@ -295,10 +448,21 @@ def read_csv(
         if not cells or all(not c.strip() for c in cells):
             continue  # blank line
         if len(cells) != len(names):
-            errors.append(RowError(start, f"expected {len(names)} fields, got {len(cells)}"))
+            hint = (
+                " (a cell holding commas, such as recent, must be in double quotes)" if len(cells) > len(names) else ""
+            )
+            errors.append(RowError(start, f"expected {len(names)} fields, got {len(cells)}{hint}"))
             continue
+        bad_text = _not_utf8(cells, names)
+        if bad_text is not None:
+            errors.append(RowError(start, bad_text))
+            continue
+        row = {name: cells[i] for name, i in index.items()}
         try:
-            stat = _parse_row({name: cells[i] for name, i in index.items()}, per_hostname)
+            if minimal:
+                stat = _parse_minimal(row, per_hostname, now, ttl)  # type: ignore[arg-type]
+            else:
+                stat = _parse_row(row, per_hostname)
         except _Bad as exc:
             errors.append(RowError(start, str(exc)))
             continue

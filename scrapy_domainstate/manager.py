@@ -1,30 +1,47 @@
-"""The per-crawler runtime shared by the middlewares and the extension.
+"""The per-crawler runtime behind the middlewares and the extension: lifecycle and glue.
 
-One :class:`DomainStateManager` per crawler (``DomainStateManager.for_crawler``):
-it owns the config, the policy, the classifier and the store, turns requests
-into decisions and downloads into recorded outcomes, and keeps the stats, the
-signals and the logs in one place. The Scrapy components stay thin.
+One :class:`DomainStateManager` per crawler (``DomainStateManager.for_crawler``, also
+``crawler.domainstate``). It owns the config, the policy, the classifier and the store,
+wires the lifecycle once (open at ``spider_opened``, flush on a timer, flush and close at
+``spider_closed``, whichever component built it), and glues the pure parts to Scrapy:
+
+- :mod:`._routing`: a request's facts and its domain's decision -> where it goes;
+- :mod:`._browser`: whether a browser handler answers the browser meta, what it rendered,
+  and the meta of a render (the challenge wait, no HTTP cache);
+- :mod:`._evidence`: what a response, a failure or a HEAD probe means for the record;
+- :mod:`._probes`: one HEAD probe per new domain, the other requests waiting for it;
+- :mod:`._adoption`: the first sight of a domain with a shared-state service;
+- :mod:`._deadurls`: the URLs that answered 404/410 off the root;
+- :mod:`._outcomes`: whether a fetched page was useful (contacts, items or a callable);
+- :mod:`._telemetry`: stats, signals and log lines;
+- :mod:`._registry`: the running plugins, read by :mod:`.shell`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import gc
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from pydispatch.dispatcher import getAllReceivers
+from scrapy import signals as scrapy_signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
-from scrapy.http import Request, Response, TextResponse
-from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import load_object
-from twisted.internet.defer import Deferred
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import task
 
-from . import signals
+from . import _evidence as evidence
+from . import _registry
+from . import _routing as routing
+from ._adoption import adopt
+from ._browser import BrowserRoute, wake_shell_engine
+from ._deadurls import DeadUrls
+from ._outcomes import META_OUTCOME, OutcomeSource
+from ._probes import META_PROBE, ProbeGate, probe_request, send_probe
+from ._switch import off_reason, report_off
+from ._telemetry import Telemetry, logger
 from .classify import Classifier, Verdict
-from .config import Config, ConfigError
-from .contacts import has_contact
+from .config import Config, ConfigError, log_unknown_settings
 from .keys import domain_key, host_of, is_site_root
 from .policy import Decision, Policy, Transition
 from .record import DomainStat, Method, Outcome, RecentEntry, State
@@ -32,83 +49,63 @@ from .store import DomainStore, create_store
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+    from scrapy.statscollectors import StatsCollector
+    from twisted.internet.defer import Deferred
 
-__all__ = ["META_FORCE", "META_OUT", "DomainStateManager"]
-
-logger = logging.getLogger("scrapy_domainstate")
+__all__ = ["META_FORCE", "META_OUT", "META_OUTCOME", "META_PROBE", "DomainStateManager"]
 
 #: Request meta key (in): fetch even when the plugin would skip.
 META_FORCE = "domainstate_force"
 #: Request/response meta key (out): ``{"domain", "state", "expires_at", "method"}``.
 META_OUT = "domainstate"
-#: Request meta key (in, ``DOMAINSTATE_OUTCOME='items'``): set by a callback to override.
-META_OUTCOME = "domainstate_outcome"
-#: Internal meta keys.
-META_PROBE = "domainstate_probe"
+#: Internal meta keys (``META_PROBE`` and ``META_OUTCOME`` are kept importable from here).
 META_REISSUE = "domainstate_reissued"
 META_DECISION = "_domainstate_decision"
 META_PENDING = "_domainstate_pending"
-
-#: Stats keys, formatted once (an f-string of an Enum per request adds up).
-_DECISION_KEYS = {d: f"domainstate/decision/{d.value}" for d in Decision}
-_OUTCOME_KEYS = {o: f"domainstate/outcome/{o.value}" for o in Outcome}
-#: Key prefix, in the URL-dead table, of "this domain has dead URLs" marks
-#: (request fingerprints are hex, so they never collide with it).
-_DOMAIN_MARK = "domain:"
-#: Statuses anti-bot walls answer with; a browser may have passed them since.
-_CHALLENGE_STATUSES = frozenset({202, 403, 405, 429, 503})
-_HTTP_SCHEMES = frozenset({"http", "https"})
-#: Request meta a HEAD probe keeps from its request.
-_PROBE_TRANSPORT_META = (
-    "proxy",
-    "bindaddress",
-    "download_slot",
-    "cookiejar",
-    "dont_merge_cookies",
-    "impersonate",
-)
 #: Meta this plugin writes for one download; dropped from a request before it is decided.
 _PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING)
+_UNDECIDED = ("skip", None)
+_REPORTED = (State.DEAD, State.ANTIBOT_HARD)
+_FTB = Decision.FETCH_THEN_BROWSER.value
+_DEAD_STATUSES = (404, 410)
 
 
 class DomainStateManager:
     def __init__(self, crawler: Crawler, config: Config) -> None:
         self.crawler = crawler
         self.config = config
-        self.stats = crawler.stats
         self.policy = Policy(config)
         self.classifier = Classifier(config)
         self.store: DomainStore = create_store(config, self.policy)
+        self.outcomes = OutcomeSource(config)
+        self.telemetry = Telemetry(crawler, config.stats_per_domain)
+        self.probes = ProbeGate(
+            config.probe_timeout,
+            on_wait=lambda: self.telemetry.inc("probe/waited"),
+            on_timeout=lambda: self.telemetry.inc("probe/wait_timeout"),
+        )
         self.clock: Callable[[], float] = time.time
         self.opened = False
         self._open_failed: str | None = None
         self.remote: Any = None
-        self._warned_store = False
-        self._probes: dict[str, list[Deferred[None]]] = {}
+        self._timer: task.LoopingCall | None = None
+        self._froze = False
         self._cert_verdicts: dict[str, Verdict | None] = {}
         self._seen: set[str] = set()
         #: domains this crawler asked the remote service about (first sight without a probe)
         self._asked: set[str] = set()
-        self._browser_items = tuple(config.browser_meta.items())
-        # Scrapy filters log levels in its handler, not the logger: a disabled
-        # DEBUG line still costs a LogRecord. Decide once.
-        level = crawler.settings.get("LOG_LEVEL", "DEBUG")
-        self._debug = crawler.settings.getbool("LOG_ENABLED", True) and level in ("DEBUG", logging.DEBUG)
-        self._domains_with_dead_urls: dict[str, bool] = {}
-        self._outcome_fn: Callable[[Response], Any] | None = None
-        if config.outcome not in ("contacts", "items"):
-            try:
-                self._outcome_fn = load_object(config.outcome)
-            except (ImportError, NameError, ValueError, AttributeError) as exc:
-                raise ConfigError(f"DOMAINSTATE_OUTCOME: cannot import {config.outcome!r}: {exc}") from exc
-            if not callable(self._outcome_fn):
-                raise ConfigError(f"DOMAINSTATE_OUTCOME: {config.outcome!r} is not callable")
+        self.browser = BrowserRoute.from_crawler(crawler, config, self.classifier)
+        self.dead_urls = DeadUrls(self.store, config.url_dead_ttl, self.telemetry.store_failed)
 
     # ------------------------------------------------------------ lifecycle
 
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> DomainStateManager:
-        """The crawler's manager, built on first use. ``NotConfigured`` when off."""
+        """The crawler's manager, built (and its lifecycle wired) on first use.
+
+        ``NotConfigured`` when the plugin is off; :class:`ConfigError` for a bad setting.
+        """
         manager = getattr(crawler, "domainstate", None)
         if manager is None:
             try:
@@ -116,12 +113,47 @@ class DomainStateManager:
             except ConfigError as exc:
                 # A bad value must stop the crawl at start-up, not silently disable it.
                 raise ConfigError(f"scrapy-domainstate: {exc}") from exc
-            if not config.enabled:
-                raise NotConfigured("scrapy-domainstate is disabled (DOMAINSTATE_ENABLED=False)")
+            log_unknown_settings(crawler.settings, crawler)
+            reason = off_reason(config, getattr(crawler, "spider", None))
+            if reason is not None:
+                report_off(crawler, reason)  # one INFO line per crawler
+                raise NotConfigured  # bare: Scrapy logs a NotConfigured message as a WARNING
             manager = cls(crawler, config)
             # Shared by the components, and public (``scrapy shell``, user code).
             crawler.domainstate = manager  # type: ignore[attr-defined]
+            # Once per crawler, whichever component comes first: a middleware listed
+            # alone still opens, flushes and closes the store.
+            crawler.signals.connect(manager.spider_opened, signal=scrapy_signals.spider_opened)
+            crawler.signals.connect(manager.spider_closed, signal=scrapy_signals.spider_closed)
         return manager
+
+    @property
+    def stats(self) -> StatsCollector:
+        """The crawler's stats, with the counts this plugin keeps locally added first."""
+        self.telemetry.publish()
+        return self.crawler.stats
+
+    def spider_opened(self, spider: Any = None) -> None:
+        self.open()
+        wake_shell_engine(self.crawler)  # scrapy shell: its first fetch() can open the spider too early
+        # Start-up is over: what exists now (Scrapy, Twisted, the settings, the suffix
+        # list, ...) lives as long as the crawl. Frozen, the garbage collector no longer
+        # walks it on every full collection of the crawl (O(1); undone at close, so
+        # nothing frozen outlives the crawl uncollected).
+        gc.freeze()
+        self._froze = True
+        interval = self.config.flush_interval
+        if interval > 0 and self._timer is None:
+            self._timer = task.LoopingCall(self.flush)
+            self._timer.start(interval, now=False)
+
+    async def spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        if self._timer is not None and self._timer.running:
+            self._timer.stop()
+        self._timer = None
+        done = self.close()
+        if done is not None:  # the remote client drains its reports
+            await maybe_deferred_to_future(done)
 
     def spider_enabled(self) -> bool:
         spider = self.crawler.spider
@@ -137,7 +169,7 @@ class DomainStateManager:
         """
         if self.opened:
             return
-        if self._open_failed is not None:  # the extension and the middleware both call open()
+        if self._open_failed is not None:
             raise CloseSpider(self._open_failed)
         domain_key("example.com")  # load the bundled suffix list now, not on the first request
         try:
@@ -154,21 +186,12 @@ class DomainStateManager:
                     self.store.close()
                 self._refuse("cannot use the shared-state service", "remote", exc)
         self.opened = True
-        from .shell import register
-
-        register(self)
+        _registry.register(self)
         logger.info("scrapy-domainstate: using %s", self.store.describe(), extra={"crawler": self.crawler})
 
     def _refuse(self, what: str, part: str, exc: Exception) -> NoReturn:
         self._open_failed = "domainstate_unavailable"
-        self.stats.set_value(f"domainstate/open_error/{part}", 1)
-        logger.error(
-            "scrapy-domainstate: %s: %s. Closing the spider before its first request rather than crawling "
-            "without the domains' memory; fix it, or set DOMAINSTATE_ENABLED=False to crawl without the plugin",
-            what,
-            str(exc).rstrip("."),
-            extra={"crawler": self.crawler},
-        )
+        self.telemetry.refused(what, part, exc)
         raise CloseSpider(self._open_failed) from exc
 
     def close(self) -> Deferred[None] | None:
@@ -177,46 +200,30 @@ class DomainStateManager:
             return None
         self.flush()
         self._state_stats()
-        for name in ("corrupt_records", "evicted", "errors", "dropped", "short_circuits", "conflicts"):
-            value = getattr(self.store, name, 0)
-            if isinstance(value, int) and value:
-                self.stats.set_value(f"domainstate/store/{name}", value)
+        self.telemetry.store_counters(self.store)
         try:
             self.store.close()
         except Exception:
-            self._store_failed("close")
+            self.telemetry.store_failed("close")
+        self.telemetry.publish()
         self.opened = False
-        if self.remote is not None:
-            remote, self.remote = self.remote, None
-
-            def export(_: object) -> None:
-                # after close(): its last round of reports is counted too
-                for name, value in remote.counters().items():
-                    if value:
-                        self.stats.set_value(f"domainstate/remote/{name}", value)
-
-            done: Deferred[None] = remote.close()
-            done.addBoth(export)
-            return done
-        return None
+        if self._froze:
+            self._froze = False
+            gc.unfreeze()
+        if self.remote is None:
+            return None
+        remote, self.remote = self.remote, None
+        done: Deferred[None] = remote.close()
+        # after close(): its last round of reports is counted too
+        done.addBoth(lambda _: self.telemetry.remote_counters(remote.counters()))
+        return done
 
     def flush(self) -> None:
         try:
             self.store.flush()
         except Exception:
-            self._store_failed("flush")
-
-    def _store_failed(self, what: str) -> None:
-        self.stats.inc_value("domainstate/store_error")
-        self.stats.inc_value(f"domainstate/store_error/{what}")
-        if not self._warned_store:
-            self._warned_store = True
-            logger.warning(
-                "scrapy-domainstate: the store failed (%s); decisions fall back to 'fetch' "
-                "and outcomes stay buffered until it recovers",
-                what,
-                extra={"crawler": self.crawler},
-            )
+            self.telemetry.store_failed("flush")
+        self.telemetry.publish()
 
     def _state_stats(self) -> None:
         now = self.clock()
@@ -224,35 +231,43 @@ class DomainStateManager:
             try:
                 stat = self.store.current(domain, now)
             except Exception:
-                self._store_failed("read")
+                self.telemetry.store_failed("read")
                 return
-            self.stats.inc_value(f"domainstate/state_at_close/{stat.state}")
+            self.telemetry.inc(f"state_at_close/{stat.state}")
 
     # ------------------------------------------------------------ requests
 
     def key(self, url: str) -> str:
-        return domain_key(host_of(url), self.config.per_hostname)
+        return domain_key(url, self.config.per_hostname)
 
     def is_browser(self, request: Request) -> bool:
-        meta = request.meta
-        return all(meta.get(k) == v for k, v in self._browser_items)
+        """The request carries the browser meta and a browser handler answers it."""
+        return self.browser.has_meta(request) and self.browser.reaches(request)
 
     def _decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         try:
             return self.store.decide(domain, now)
         except Exception:
-            self._store_failed("read")
+            self.telemetry.store_failed("read")
             return Decision.FETCH, State.UNKNOWN, None
 
     def _mark(self, request: Request, domain: str, state: State, expires: float | None, method: str) -> None:
-        request.meta[META_OUT] = {"domain": domain, "state": state.value, "expires_at": expires, "method": method}
+        # ``_value_``, not ``.value``: the Enum property costs a Python call per read.
+        request.meta[META_OUT] = {"domain": domain, "state": state._value_, "expires_at": expires, "method": method}
 
-    def _count(self, domain: str, method: str) -> None:
-        """``method/{method}`` counts what was sent (or skipped, or served from the cache):
-        a routed request is counted when its response or failure comes back."""
-        self.stats.inc_value(f"domainstate/method/{method}")
-        if self.config.stats_per_domain:
-            self.stats.inc_value(f"domainstate/domain/{domain}/{method}")
+    def _request_facts(
+        self, request: Request, domain: str, scheme: str = "http", robots: bool = False
+    ) -> routing.RequestFacts:
+        meta = request.meta
+        return routing.RequestFacts(
+            scheme=scheme,
+            robots=robots,
+            domain=domain,
+            reissued=meta.get(META_REISSUE) == request.url,
+            force=bool(meta.get(META_FORCE)),
+            browser=self.is_browser(request),
+            browser_route=self.browser.reaches(request),
+        )
 
     def before_request(self, request: Request) -> Any:
         """The middleware's ``process_request``: None, or a coroutine when a probe is awaited."""
@@ -263,179 +278,111 @@ class DomainStateManager:
         # for the parent (its decision, its pending outcome) must not ride along.
         for key in _PER_REQUEST_KEYS:
             meta.pop(key, None)
-        if request.url.endswith("/robots.txt") and meta.get("dont_obey_robotstxt"):
-            return None  # RobotsTxtMiddleware's own download: neither decided nor evidence
-        if urlparse_cached(request).scheme not in _HTTP_SCHEMES:
-            return None  # file:, ftp:, s3:, data:...: no site to probe, no browser to fall back to
+        robots = request.url.endswith("/robots.txt") and bool(meta.get("dont_obey_robotstxt"))
         domain = self.key(request.url)
-        if not domain:
-            return None
+        # Scrapy stores URLs with a lowercase scheme (``safe_url_string``).
+        facts = self._request_facts(request, domain, request.url.partition(":")[0], robots)
+        admitted = routing.admit(facts)
+        if admitted is not None and admitted.action is routing.Action.PASS:
+            if robots and domain:
+                self._robots_txt(request, domain, facts)
+            return None  # robots.txt, file:, data:...: neither decided nor evidence
         self._seen.add(domain)
         now = self.clock()
-        force = bool(meta.get(META_FORCE))
-        if meta.get(META_REISSUE) == request.url:
-            self._mark(request, domain, *self._decide(domain, now)[1:], method=Method.TAB.value)
+        if admitted is not None:  # a browser re-issue: goes as tab, not decided again
+            self._go(request, domain, admitted, *self._decide(domain, now)[1:])
             return None
-        if not force and self._url_is_dead(request, domain, now):
-            self._mark(request, domain, State.DEAD, None, "skip")
-            self._count(domain, "skip")
-            self.stats.inc_value("domainstate/url_dead/skipped")
-            raise IgnoreRequest(f"domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
+        skip = routing.dead_url(facts)
+        if skip is not None and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
+            self._go(request, domain, skip, State.DEAD, None)
         decision, state, expires = self._decide(domain, now)
         # First sight of a domain: ask the fleet, with or without a HEAD probe to follow.
         # (a request that arrives while the answer is awaited waits for it, as for a probe)
         ask = (
-            self.remote is not None and state is State.UNKNOWN and (domain not in self._asked or domain in self._probes)
+            self.remote is not None
+            and state is State.UNKNOWN
+            and (domain not in self._asked or self.probes.busy(domain))
         )
-        if decision is Decision.PROBE or ask:
-            if self.crawler.engine is None or self.crawler.spider is None:
-                if decision is Decision.PROBE:
-                    decision = Decision.FETCH_THEN_BROWSER
-            else:
-                return self._probe_then_route(request, domain, probe=decision is Decision.PROBE)
-        self._route(request, domain, decision, state, expires, force)
+        can_wait = (ask or decision is Decision.PROBE) and self._engine_running()
+        route = routing.route(facts, decision, can_wait=can_wait, ask_remote=ask)
+        if route.action is routing.Action.WAIT:
+            return self._probe_then_route(request, domain, probe=route.probe)
+        self._go(request, domain, route, state, expires)
         return None
 
-    def _route(
-        self, request: Request, domain: str, decision: Decision, state: State, expires: float | None, force: bool
-    ) -> None:
-        self.stats.inc_value(_DECISION_KEYS[decision])
-        if decision is Decision.SKIP:
-            if not force:
-                self._mark(request, domain, state, expires, "skip")
-                self._count(domain, "skip")
-                if self._debug:
-                    logger.debug("Skipping %s: %s is %s", request.url, domain, state, extra={"crawler": self.crawler})
-                raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
-            self.stats.inc_value("domainstate/forced")
-            decision = Decision.FETCH
-        browser = self.is_browser(request)
-        if decision is Decision.BROWSER and not browser:
-            request.meta.update(self.config.browser_meta)
-            browser = True
-        request.meta[META_DECISION] = decision.value
-        self._mark(request, domain, state, expires, Method.TAB.value if browser else Method.FETCH.value)
-        if self._debug:
-            logger.debug("%s %s: %s is %s", decision, request.url, domain, state, extra={"crawler": self.crawler})
+    def _robots_txt(self, request: Request, domain: str, facts: routing.RequestFacts) -> None:
+        """RobotsTxtMiddleware's download: none for a domain the plugin skips."""
+        decision, state, _ = self._decide(domain, self.clock())
+        if routing.robots_txt(facts, decision).action is routing.Action.SKIP:
+            self.telemetry.inc("robotstxt/skipped")
+            raise IgnoreRequest(f"domainstate: no robots.txt request to {domain}: it is {state}")
+
+    def _engine_running(self) -> bool:
+        """A probe can be downloaded (not so in component tests: no engine, no spider)."""
+        try:
+            return self.crawler.engine is not None and self.crawler.spider is not None
+        except RuntimeError:  # Scrapy >= 2.14: "Crawler.engine is not set yet"
+            return False
+
+    def _go(self, request: Request, domain: str, route: routing.Route, state: State, expires: float | None) -> None:
+        """Act on a route: count it, mark the request, skip it or send it on."""
+        if route.counted is not None:
+            self.telemetry.decision(route.counted)
+        if route.action is routing.Action.SKIP:
+            self._mark(request, domain, state, expires, "skip")
+            self.telemetry.count(domain, "skip")
+            if route.reason == routing.URL_DEAD:
+                self.telemetry.inc("url_dead/skipped")
+                raise IgnoreRequest(f"domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
+            self.telemetry.debug("Skipping %s: %s is %s", request.url, domain, state)
+            if route.reason == routing.NO_BROWSER:
+                raise IgnoreRequest(
+                    f"domainstate: skipping {request.url}: domain {domain} is {state} "
+                    "(browser only, and no browser is configured)"
+                )
+            raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
+        if route.forced:
+            self.telemetry.inc("forced")
+        if route.to_browser:
+            request.meta.update(self.browser.meta_for(request.meta))
+        if route.decision is not None:
+            request.meta[META_DECISION] = route.decision._value_
+        self._mark(request, domain, state, expires, route.method)
+        if route.decision is not None:
+            self.telemetry.debug("%s %s: %s is %s", route.decision, request.url, domain, state)
 
     async def _probe_then_route(self, request: Request, domain: str, probe: bool = True) -> None:
-        from scrapy.utils.defer import maybe_deferred_to_future
-
-        waiters = self._probes.get(domain)
-        if waiters is None:
-            self._probes[domain] = []
-            try:
-                self._asked.add(domain)
-                if not await self._ask_remote(domain) and probe:
-                    await self._probe(request, domain)
-            finally:
-                for waiter in self._probes.pop(domain, []):
-                    if not waiter.called:
-                        waiter.callback(None)
-        else:
-            from twisted.internet import reactor
-
-            waiter: Deferred[None] = Deferred()
-            waiters.append(waiter)
-            self.stats.inc_value("domainstate/probe/waited")
-            waiter.addTimeout(self.config.probe_timeout, reactor, onTimeoutCancel=self._probe_wait_timeout)
-            await maybe_deferred_to_future(waiter)
+        await self.probes.once(domain, lambda: self._first_sight(request, domain, probe))
         decision, state, expires = self._decide(domain, self.clock())
-        if decision is Decision.PROBE:
-            # No verdict stamped (store failing, or the probe's record was lost): go on.
-            decision = Decision.FETCH_THEN_BROWSER
-        self._route(request, domain, decision, state, expires, bool(request.meta.get(META_FORCE)))
+        # (a PROBE again: no verdict stamped, the store failing or the probe's record lost: go on)
+        self._go(request, domain, routing.route(self._request_facts(request, domain), decision), state, expires)
 
-    def _probe_wait_timeout(self, result: Any, timeout: float) -> None:
-        self.stats.inc_value("domainstate/probe/wait_timeout")
+    async def _first_sight(self, request: Request, domain: str, probe: bool) -> None:
+        self._asked.add(domain)
+        if not await self._ask_remote(domain) and probe:
+            await self._probe(request, domain)
 
     async def _ask_remote(self, domain: str) -> bool:
         """First sight: adopt the fleet's verdict when its consensus is strong. True if adopted."""
         if self.remote is None:
             return False
-        from scrapy.utils.defer import maybe_deferred_to_future
-
-        from .remote import adoption_ttl
-
-        verdict = await maybe_deferred_to_future(self.remote.lookup(domain))
-        if verdict is None:
+        adopted = await adopt(self.remote, self.store, domain, self.clock, self.telemetry.store_failed)
+        if adopted is None:
             return False
-        now = self.clock()
-        try:
-            state = self.remote.adopt(self.store.get(domain), verdict, now)
-            if state is None or state is State.UNKNOWN:
-                return False
-            self.store.set_state(domain, state, now, ttl=adoption_ttl(verdict, now))
-        except Exception:
-            self._store_failed("write")
-            return False
-        self.stats.inc_value(f"domainstate/remote/adopted/{state}")
-        logger.info(
-            "Domain %s: adopted %s from the shared-state service (consensus %.2f of %d reporters)",
-            domain,
-            state,
-            verdict.consensus,
-            verdict.reporters,
-            extra={"crawler": self.crawler},
-        )
+        self.telemetry.adopted(domain, *adopted)
         return True
 
     async def _probe(self, request: Request, domain: str) -> None:
-        probe = request.replace(
-            method="HEAD",
-            body=b"",
-            dont_filter=True,
-            callback=None,
-            errback=None,
-            meta={
-                # How the request reaches the site (its proxy, source address, slot, cookie
-                # session) applies to its probe too: never probe from another address.
-                **{k: request.meta[k] for k in _PROBE_TRANSPORT_META if k in request.meta},
-                META_PROBE: True,
-                "dont_retry": True,
-                "dont_redirect": True,
-                "handle_httpstatus_all": True,
-                "download_timeout": self.config.probe_timeout,
-                "dont_obey_robotstxt": True,
-            },
-        )
-        self.stats.inc_value("domainstate/decision/probe")
-        self._count(domain, Method.HEAD.value)
+        self.telemetry.decision(Decision.PROBE)
+        self.telemetry.count(domain, Method.HEAD.value)
         assert self.crawler.engine is not None
-        root = is_site_root(request.url)
-        try:
-            response = await self.crawler.engine.download_async(probe)
-        except IgnoreRequest:
-            return
-        except Exception as exc:
-            verdict = self.classifier.failure(exc)
-        else:
-            if "cached" in response.flags:
-                # From Scrapy's HTTP cache: not evidence. Stamp the probe so it is not repeated.
-                verdict = Verdict(Outcome.NO_VERDICT, response.status, "cached")
-            else:
-                verdict = self.classifier.head(response.status, response.headers, response.url, root)
-        self.record(domain, Method.HEAD, verdict, request)
+        verdict = await send_probe(
+            self.crawler.engine, probe_request(request, self.config.probe_timeout), self.classifier
+        )
+        if verdict is not None:
+            self.record(domain, Method.HEAD, verdict, request)
 
     # ----------------------------------------------------------- outcomes
-
-    def _url_is_dead(self, request: Request, domain: str, now: float) -> bool:
-        if not self.config.url_dead_ttl:
-            return False
-        try:
-            # Most domains have no dead URL: a per-domain mark, read once per crawl,
-            # spares computing the request fingerprint for every request.
-            has_dead = self._domains_with_dead_urls.get(domain)
-            if has_dead is None:
-                until = self.store.url_dead_until(_DOMAIN_MARK + domain)
-                has_dead = self._domains_with_dead_urls[domain] = until is not None and until > now
-            if not has_dead:
-                return False
-            until = self.store.url_dead_until(self._fingerprint(request))
-        except Exception:
-            self._store_failed("read")
-            return False
-        return until is not None and until > now
 
     def _fingerprint(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
@@ -448,182 +395,137 @@ class DomainStateManager:
         try:
             stat, transition = self.store.record(domain, entry)
         except Exception:
-            self._store_failed("write")
+            self.telemetry.store_failed("write")
             return None
-        stats = self.stats
-        stats.inc_value(_OUTCOME_KEYS[verdict.outcome])
-        spider = self.crawler.spider
-        if self._listened(signals.outcome_recorded):
-            self.crawler.signals.send_catch_log(
-                signals.outcome_recorded, domain=domain, entry=entry, stat=stat, request=request, spider=spider
-            )
+        telemetry = self.telemetry
+        telemetry.recorded(domain, entry, stat, request)
+        if not self.store.pending:  # the store just flushed a batch: the stats follow it
+            telemetry.publish()
         if transition is not None:
-            stats.inc_value(f"domainstate/transition/{transition.old}/{transition.new}")
-            logger.info(
-                "Domain %s: %s -> %s (%s)",
-                domain,
-                transition.old,
-                transition.new,
-                transition.reason,
-                extra={"crawler": self.crawler},
-            )
-            self.crawler.signals.send_catch_log(
-                signals.state_changed, transition=transition, stat=stat, request=request, spider=spider
-            )
-            if self.remote is not None and transition.new in (State.DEAD, State.ANTIBOT_HARD):
+            self.telemetry.changed(domain, transition, stat, request)
+            if self.remote is not None and transition.new in _REPORTED:
                 self.remote.report(domain, transition.new, stat.last_seen, verdict.error_class)
         return stat, transition
 
-    def _listened(self, signal: object) -> bool:
-        # getAllReceivers is a generator: ask for a first receiver.
-        return next(iter(getAllReceivers(self.crawler.signals.sender, signal)), None) is not None
-
-    def _useful(self, response: Response) -> Outcome | None:
-        """ok-contact / ok-empty from the outcome source; None: not evidence."""
-        if self._outcome_fn is not None:
-            result = self._outcome_fn(response)
-            if result is None:
-                return None
-            if isinstance(result, bool):
-                return Outcome.OK_CONTACT if result else Outcome.OK_EMPTY
-            return Outcome(result)
-        if not isinstance(response, TextResponse):
-            return None
-        found = has_contact(response.body, self.config.body_scan_bytes)
-        return Outcome.OK_CONTACT if found else Outcome.OK_EMPTY
+    def _evidence_facts(self, request: Request, response: Response | None = None) -> evidence.Facts:
+        """The facts of one download. A render is what the browser handler produced (the
+        ``DOMAINSTATE_BROWSER_RENDERED`` check); a failure of a request sent to the browser
+        is the browser's."""
+        meta = request.meta
+        sent_to_browser = self.is_browser(request)
+        cached = response is not None and "cached" in response.flags
+        rendered = sent_to_browser if response is None or cached else self.browser.rendered(response)
+        return evidence.Facts(
+            method=Method.TAB if rendered else Method.FETCH,
+            status=None if response is None else response.status,
+            # Only a 404/410 asks whether the URL is the site root (dead site or dead URL).
+            is_root=response is not None and response.status in _DEAD_STATUSES and is_site_root(response.url),
+            cached=cached,
+            reissued=meta.get(META_REISSUE) == request.url,
+            fallback=meta.get(META_DECISION) == _FTB,
+            browser_route=self.browser.reaches(request),
+            unrendered=sent_to_browser and not rendered,
+        )
 
     def after_response(self, request: Request, response: Response) -> Request | Response:
         """The middleware's ``process_response``."""
         meta = request.meta
-        if meta.get(META_PROBE):
-            return response
         out = meta.get(META_OUT)
-        if not out or out.get("method") in ("skip", None):
+        if meta.get(META_PROBE) or not out or out.get("method") in _UNDECIDED:
             return response
         domain = out["domain"]
-        if "cached" in response.flags:
-            # Not sent after all: served from Scrapy's HTTP cache, not evidence.
+        facts = self._evidence_facts(request, response)
+        if facts.cached:
+            # Not sent after all: served from Scrapy's HTTP cache, not evidence. A cached wall
+            # still goes to the browser (renders never come from the cache).
             meta[META_OUT] = dict(out, method="cache")
-            self._count(domain, "cache")
+            self.telemetry.count(domain, "cache")
+            cached_verdict = None
+            if facts.fallback and facts.browser_route and facts.method is Method.FETCH and not facts.reissued:
+                cached_verdict = self.classifier.response(
+                    response.status, response.headers, response.body, response.url, facts.is_root
+                )
+            judged = evidence.judge_response(facts, cached_verdict)
+            return self._reissue(request, "cached wall") if judged.reissue else response
+        self.telemetry.count(domain, out["method"])
+        if facts.unrendered:
+            # Sent to the browser, answered by something else: evidence of neither kind.
+            self.telemetry.inc("browser/not_rendered")
+            self.telemetry.inc("not_evidence")
             return response
-        self._count(domain, out["method"])
-        method = Method.TAB if self.is_browser(request) else Method.FETCH
-        root = is_site_root(response.url)
-        passed = False
-        if method is Method.TAB and response.status in _CHALLENGE_STATUSES:
-            verdict, passed = self._rendered_verdict(response, root)
-        else:
-            verdict = self.classifier.response(response.status, response.headers, response.body, response.url, root)
+        verdict, passed = evidence.response_verdict(
+            self.classifier, facts.method, response.status, response.headers, response.body, response.url, facts.is_root
+        )
         if verdict.outcome is not Outcome.ANTIBOT and response.url.startswith("https:"):
-            tls = self._certificate_verdict(response)
-            if tls is not None:
-                verdict = tls
-        if verdict.success and verdict.browser_fixable and method is Method.FETCH:
-            # A script-only page shell: nothing to judge yet. If the browser will
-            # render it, only the render is evidence (a shell is not "ok-empty":
-            # counting it would push a JavaScript site toward cold).
-            reissue = self._maybe_reissue(request, verdict, method)
-            if reissue is not None:
-                self.stats.inc_value("domainstate/not_evidence")
-                return reissue
-        if verdict.success and 300 <= response.status < 400:
-            # A redirect delivered as is (dont_redirect, handle_httpstatus_list, 304): the
-            # page was not fetched, so it is neither useful nor empty.
-            self.stats.inc_value("domainstate/not_evidence")
-            return response
-        if verdict.success:
-            if self.config.outcome == "items" and self._outcome_fn is None:
-                meta[META_PENDING] = (domain, method, verdict.status)
+            verdict = self._certificate_verdict(response) or verdict
+        judged = evidence.judge_response(facts, verdict, passed)
+        if judged.usefulness:
+            if self.outcomes.from_items:
+                meta[META_PENDING] = (domain, facts.method, verdict.status)
                 return response
-            try:
-                useful = self._useful(response)
-            except Exception:
-                logger.exception("DOMAINSTATE_OUTCOME callable failed for %s", response.url)
-                useful = None
-            if useful is None:
-                self.stats.inc_value("domainstate/not_evidence")
-                return response
-            verdict = Verdict(useful, verdict.status, verdict.error_class)
-        elif verdict.status in (404, 410) and verdict.outcome is Outcome.HTTP_ERROR:
-            # Off the site root: only this URL is dead; the domain is untouched.
-            if method is Method.FETCH:
+            judged = evidence.with_usefulness(judged, self.outcomes.useful(response))
+        return self._apply(request, response, domain, facts.method, judged)
+
+    def _apply(
+        self, request: Request, response: Response, domain: str, method: Method, judged: evidence.Evidence
+    ) -> Request | Response:
+        """Act on what a response means: record it, re-issue it, mark its URL dead."""
+        if judged.record is None:
+            self.telemetry.inc("not_evidence")
+            if judged.url_dead:
                 self._mark_url_dead(request)
-            self.stats.inc_value("domainstate/not_evidence")
-            return response
-        self.record(domain, method, verdict, request)
-        reissue = self._maybe_reissue(request, verdict, method)
-        if reissue is not None:
-            return reissue
-        if passed:
+            return self._reissue(request, judged.reason) if judged.reissue else response
+        self.record(domain, method, judged.record, request)
+        if judged.reissue:
+            return self._reissue(request, judged.record.outcome)
+        if judged.passed:
             # The browser got past the wall: deliver the page it rendered as what it is.
-            meta[META_OUT] = dict(meta[META_OUT], original_status=response.status)
+            request.meta[META_OUT] = dict(request.meta[META_OUT], original_status=response.status)
             return response.replace(status=200)
         return response
-
-    def _rendered_verdict(self, response: Response, root: bool) -> tuple[Verdict, bool]:
-        """A browser render answered with a wall's status: did the browser get past it?
-
-        A browser handler reports the status and headers of the *first* page load;
-        after a JavaScript challenge the page reloads and the body is the real page.
-        A hard block in the headers stands (a browser cannot pass a ban); otherwise
-        the body decides: still a challenge (or a 429) is antibot, a real page is a
-        success. Returns the verdict and whether the wall was passed.
-        """
-        status = response.status
-        from_headers = self.classifier.antibot(status, response.headers, b"")
-        if from_headers is not None and from_headers.is_hard_block:
-            return from_headers, False
-        from_body = self.classifier.antibot(status, {}, response.body)
-        if from_body is not None:
-            return from_body, False
-        verdict = self.classifier.response(200, {}, response.body, response.url, root)
-        if not verdict.success:
-            return Verdict(verdict.outcome, status, verdict.error_class, verdict.browser_fixable), False
-        return Verdict(verdict.outcome, status, verdict.error_class), True
 
     def after_exception(self, request: Request, exception: BaseException) -> Request | None:
         """The middleware's ``process_exception``."""
         meta = request.meta
+        if meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt"):
+            self._robots_failed(exception)
+            return None
         out = meta.get(META_OUT)
-        if meta.get(META_PROBE) or not out or out.get("method") in ("skip", None):
+        if meta.get(META_PROBE) or not out or out.get("method") in _UNDECIDED:
             return None
         if isinstance(exception, IgnoreRequest):
             return None
-        self._count(out["domain"], out["method"])
-        method = Method.TAB if self.is_browser(request) else Method.FETCH
+        self.telemetry.count(out["domain"], out["method"])
+        facts = self._evidence_facts(request)
         verdict = self.classifier.failure(exception)
-        self.record(out["domain"], method, verdict, request)
-        return self._maybe_reissue(request, verdict, method)
+        judged = evidence.judge_failure(facts, verdict)
+        self.record(out["domain"], facts.method, verdict, request)
+        return self._reissue(request, verdict.outcome) if judged.reissue else None
 
-    def _maybe_reissue(self, request: Request, verdict: Verdict, method: Method) -> Request | None:
-        if method is not Method.FETCH or request.meta.get(META_REISSUE) == request.url:
-            return None
-        if request.meta.get(META_DECISION) != Decision.FETCH_THEN_BROWSER.value:
-            return None
-        if not (verdict.outcome is Outcome.ANTIBOT or verdict.browser_fixable):
-            return None
-        self.stats.inc_value("domainstate/browser_reissue")
+    def _robots_failed(self, exception: BaseException) -> None:
+        """RobotsTxtMiddleware logs an ERROR with a traceback for every robots.txt it cannot
+        reach; the site's own requests say what is wrong with it (and are recorded). A
+        robots.txt that failed to download (DNS, refused, timeout, TLS) is ignored instead."""
+        if isinstance(exception, IgnoreRequest):
+            return
+        if self.classifier.failure(exception).outcome in (Outcome.DEAD, Outcome.NETWORK_ERROR):
+            self.telemetry.inc("robotstxt/unreachable")
+            raise IgnoreRequest(f"domainstate: robots.txt unreachable ({type(exception).__name__}): {exception}")
+
+    def _reissue(self, request: Request, why: object) -> Request:
+        self.telemetry.inc("browser_reissue")
         meta = dict(request.meta)
-        meta.update(self.config.browser_meta)
+        meta.update(self.browser.meta_for(request.meta))
         # The URL, not True: a request built later from a copy of this meta is not a re-issue.
         meta[META_REISSUE] = request.url
         meta.pop(META_DECISION, None)
-        logger.debug("Re-issuing %s in the browser (%s)", request.url, verdict.outcome, extra={"crawler": self.crawler})
+        self.telemetry.debug("Re-issuing %s in the browser (%s)", request.url, why)
         return request.replace(dont_filter=True, meta=meta)
 
     def _mark_url_dead(self, request: Request) -> None:
-        if not self.config.url_dead_ttl:
-            return
-        until = self.clock() + self.config.url_dead_ttl
         domain = request.meta[META_OUT]["domain"]
-        try:
-            self.store.mark_url_dead(self._fingerprint(request), until)
-            self.store.mark_url_dead(_DOMAIN_MARK + domain, until)
-            self._domains_with_dead_urls[domain] = True
-        except Exception:
-            self._store_failed("write")
-            return
-        self.stats.inc_value("domainstate/url_dead/marked")
+        if self.dead_urls.mark(domain, lambda: self._fingerprint(request), self.clock()):
+            self.telemetry.inc("url_dead/marked")
 
     def _certificate_verdict(self, response: Response) -> Verdict | None:
         host = host_of(response.url)
@@ -641,18 +543,10 @@ class DomainStateManager:
         if pending is None:
             return
         domain, method, status = pending
-        override = response.meta.get(META_OUTCOME)
-        if override is not None:
-            try:
-                outcome = Outcome(override)
-            except ValueError:
-                logger.warning("Ignoring unknown %s=%r on %s", META_OUTCOME, override, response.url)
-                outcome = Outcome.OK_CONTACT if n_items else Outcome.OK_EMPTY
-        else:
-            outcome = Outcome.OK_CONTACT if n_items else Outcome.OK_EMPTY
+        outcome = self.outcomes.from_count(n_items, response.meta.get(META_OUTCOME), response.url)
         self.record(domain, method, Verdict(outcome, status), response.request)
 
-    # ------------------------------------------------------------ shell
+    # ------------------------------------------------------------ inspection
 
     def inspect(self, url: str) -> dict[str, Any]:
         """The record and the decision for a URL (for ``scrapy shell`` and the command)."""

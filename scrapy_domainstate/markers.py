@@ -2,7 +2,7 @@
 
 Each vendor maps to a tuple of :class:`Marker`. :class:`~scrapy_domainstate.classify.Classifier`
 compiles them once; nothing here runs at request time. The facts come from the vendors'
-documentation and public detector projects (see ``ANTIBOT-MARKERS.md`` in the design notes).
+documentation and public detector projects (see ``docs/ANTIBOT-MARKERS.md``).
 
 Rules the list follows:
 

@@ -1,7 +1,9 @@
 """The downloader middleware: ask the store before each request, record after each download.
 
 Thin on purpose: every decision and every record goes through
-:class:`~scrapy_domainstate.manager.DomainStateManager`.
+:class:`~scrapy_domainstate.manager.DomainStateManager`, which also opens, flushes and
+closes the store (so the middleware listed alone, without the extension, still saves what
+was learned).
 
 Position (``540``, set by the add-on): *below* ``RetryMiddleware`` (550),
 ``MetaRefreshMiddleware`` (580), ``HttpCompressionMiddleware`` (590) and
@@ -14,9 +16,6 @@ so cached responses pass through it flagged ``cached`` and are logged as method
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
-from scrapy import signals
-from scrapy.utils.defer import maybe_deferred_to_future
 
 from .manager import DomainStateManager
 
@@ -31,18 +30,10 @@ __all__ = ["DomainStateMiddleware"]
 class DomainStateMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.manager = DomainStateManager.for_crawler(crawler)
-        crawler.signals.connect(self.manager.open, signal=signals.spider_opened)
-        # Also without the extension (middleware listed alone), what was learned is saved.
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
-
-    async def spider_closed(self, spider: Any = None, reason: str = "") -> None:
-        done = self.manager.close()  # a no-op when the extension closed it first
-        if done is not None:
-            await maybe_deferred_to_future(done)
 
     def process_request(self, request: Request, spider: Any = None) -> Any:
         if not self.manager.opened or not self.manager.spider_enabled():

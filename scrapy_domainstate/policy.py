@@ -1,7 +1,7 @@
 """The domain state machine: pure functions of a record, an observation and the clock.
 
 No Scrapy, no I/O; ``now`` is always passed in, so a simulator or a test can
-drive it with a fake clock. States and their rules (``SPEC.md`` section 2)::
+drive it with a fake clock. States and their rules (``docs/SPEC.md`` section 2)::
 
     unknown ──2 dead signals──────────────▶ dead         (skip, 30 d → unknown)
        │ ──any antibot signal─────────────▶ antibot-soft (fetch, browser fallback,
@@ -207,7 +207,7 @@ class Policy:
             target, why = reason
             if target is not new.state:
                 if new.state is State.FRIENDLY and target is State.UNKNOWN:
-                    # Demotion is friendly's "on expiry" (SPEC section 2): `recent` is
+                    # Demotion is friendly's "on expiry" (docs/SPEC.md section 2): `recent` is
                     # cleared as on any expiry, so no friendly-era failure counts as a
                     # dead or antibot signal of the new unknown period.
                     new.recent = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
+import zlib
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -122,7 +123,10 @@ class DomainStat:
 
 # ---------------------------------------------------------------- encoding
 
-VERSION = 2
+#: Version 3 is version 2 with an integrity envelope (see :func:`encode`); version 2
+#: records (no checksums) are still read.
+VERSION = 3
+_V2 = 2
 _STATES = list(State)
 _METHODS = list(Method)
 _OUTCOMES = list(Outcome)
@@ -188,7 +192,7 @@ def _err_table(table: dict[str, int]) -> list[bytes] | None:
     return parts
 
 
-def encode(stat: DomainStat) -> bytes:
+def _encode_payload(stat: DomainStat) -> bytes:
     domain = stat.domain.encode("utf-8")
     recent = stat.recent
     expires = stat.state_expires_at
@@ -224,7 +228,7 @@ def encode(stat: DomainStat) -> bytes:
         stat.first_seen,
         stat.last_seen,
         stat.state_changed_at,
-        _NAN if expires is None else expires,
+        _NAN if expires is None else (expires if expires <= MAX_TIME else MAX_TIME),
         stat.probed_at,
     )
     if not table:
@@ -248,24 +252,117 @@ def encode(stat: DomainStat) -> bytes:
     )
 
 
-def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
-    """The decision fields only: ``(state, expires_at, changed_at, probed_at)``."""
+# ------------------------------------------------------------- envelope
+#
+# Version 3 = the version 2 layout (header, domain, error table, entries) with the
+# version byte set to 3 and two CRC32s inserted right after the header: one of the
+# header bytes (so the decision path, which reads the header only, detects a flipped
+# bit there) and one of everything after the CRCs. A record whose checksums do not
+# match, or whose times are not finite or out of range, is a RecordError: stores treat
+# it as unknown, warn once and overwrite it on the next write.
+
+_CRC = struct.Struct("<II")
+_HEAD_SIZE = _HEADER.size
+_BODY_AT = _HEAD_SIZE + _CRC.size
+#: Latest time a record may hold: 9999-12-31T23:59:59Z (what ``datetime`` can show).
+MAX_TIME = 253402300799.0
+_crc32 = zlib.crc32
+_isnan = math.isnan
+
+
+def _check_times(head: tuple) -> None:
+    # first_seen, last_seen, state_changed_at, probed_at: finite and in range (NaN fails
+    # every comparison); state_expires_at: NaN (no TTL) or in range.
+    top = MAX_TIME
+    if not (
+        0.0 <= head[9] <= top
+        and 0.0 <= head[10] <= top
+        and 0.0 <= head[11] <= top
+        and 0.0 <= head[13] <= top
+        and (_isnan(head[12]) or 0.0 <= head[12] <= top)
+    ):
+        raise RecordError("corrupt record: a time is not finite or out of range")
+
+
+def encode(stat: DomainStat) -> bytes:
+    """The stored bytes of ``stat`` (version 3). Raises :class:`RecordError` when a time
+    is not finite or out of range (such a record could not be read back)."""
+    top = MAX_TIME
+    expires = stat.state_expires_at
+    if not (
+        0.0 <= stat.first_seen <= top
+        and 0.0 <= stat.last_seen <= top
+        and 0.0 <= stat.state_changed_at <= top
+        and 0.0 <= stat.probed_at <= top
+        and (expires is None or expires >= 0.0)
+    ):
+        raise RecordError(f"cannot encode the record of {stat.domain!r}: a time is not finite or out of range")
     try:
-        head = _HEADER.unpack_from(data)
-        if head[0] != VERSION:
-            raise RecordError(f"unsupported record version {head[0]}")
+        payload = _encode_payload(stat)
+    except (struct.error, ValueError, OverflowError) as exc:
+        raise RecordError(f"cannot encode the record of {stat.domain!r}: {exc}") from exc
+    head = payload[:_HEAD_SIZE]
+    body = payload[_HEAD_SIZE:]
+    return b"".join((head, _CRC.pack(_crc32(head), _crc32(body)), body))
+
+
+#: A version 3 header and its checksum, in one unpack (the decision path).
+_HEAD_V3 = struct.Struct(_HEADER.format + "I")
+
+
+def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
+    """The decision fields only: ``(state, expires_at, changed_at, probed_at)``.
+
+    Checks the header's own checksum (version 3) and its times, not the rest: a record
+    whose tail is damaged is decided from its header (the damage shows on a full read).
+    """
+    try:
+        if data[0] == VERSION:
+            head = _HEAD_V3.unpack_from(data)
+            if _crc32(data[:_HEAD_SIZE]) != head[-1]:
+                raise RecordError("corrupt record: header checksum mismatch")
+        else:
+            head = _HEADER.unpack_from(data)
+            if head[0] != _V2:
+                raise RecordError(f"unsupported record version {head[0]}")
         state = _STATES[head[1]]
     except (struct.error, IndexError, TypeError) as exc:
         raise RecordError(str(exc)) from exc
-    expires = head[12]
-    return state, (None if math.isnan(expires) else expires), head[11], head[13]
+    changed, expires, probed = head[11], head[12], head[13]
+    top = MAX_TIME
+    if not (
+        0.0 <= head[9] <= top
+        and 0.0 <= head[10] <= top
+        and 0.0 <= changed <= top
+        and 0.0 <= probed <= top
+        and (_isnan(expires) or 0.0 <= expires <= top)
+    ):
+        raise RecordError("corrupt record: a time is not finite or out of range")
+    return state, (None if _isnan(expires) else expires), changed, probed
 
 
 def decode(data: bytes) -> DomainStat:
+    """The record stored as ``data`` (version 3, or 2). Raises only :class:`RecordError`."""
+    try:
+        version = data[0]
+        if version == VERSION:
+            crc_head, crc_body = _CRC.unpack_from(data, _HEAD_SIZE)
+            body = data[_BODY_AT:]
+            if _crc32(data[:_HEAD_SIZE]) != crc_head or _crc32(body) != crc_body:
+                raise RecordError("corrupt record: checksum mismatch")
+            return _decode_payload(data[:_HEAD_SIZE] + body)
+        if version != _V2:
+            raise RecordError(f"unsupported record version {version}")
+    except (struct.error, IndexError, TypeError) as exc:
+        raise RecordError(f"corrupt record: {exc}") from exc
+    return _decode_payload(data)
+
+
+def _decode_payload(data: bytes) -> DomainStat:
+    """A record in the version 2 layout (the version byte is checked by the caller)."""
     try:
         head = _HEADER.unpack_from(data)
-        if head[0] != VERSION:
-            raise RecordError(f"unsupported record version {head[0]}")
+        _check_times(head)
         pos = _HEADER.size
         n_recent, dlen = head[2], head[3]
         domain = data[pos : pos + dlen].decode("utf-8")
@@ -317,3 +414,185 @@ def decode(data: bytes) -> DomainStat:
         raise
     except (struct.error, IndexError, KeyError, TypeError, UnicodeDecodeError, ValueError) as exc:
         raise RecordError(f"corrupt record: {exc}") from exc
+
+
+# ------------------------------------------------------- spliced encoding
+
+
+def _spliced_head(stat: DomainStat, n_recent: int, dlen: int) -> tuple[object, ...]:
+    """The header fields of ``stat`` as :func:`encode` packs them."""
+    expires = stat.state_expires_at
+    fetch_total, fetch_ok, fetch_ok_empty = stat.fetch_total, stat.fetch_ok, stat.fetch_ok_empty
+    tab_total, tab_ok = stat.tab_total, stat.tab_ok
+    return (
+        VERSION,
+        _STATE_CODE[stat.state],
+        n_recent,
+        dlen,
+        fetch_total if fetch_total <= _U32 else _U32,
+        fetch_ok if fetch_ok <= _U32 else _U32,
+        fetch_ok_empty if fetch_ok_empty <= _U32 else _U32,
+        tab_total if tab_total <= _U32 else _U32,
+        tab_ok if tab_ok <= _U32 else _U32,
+        stat.first_seen,
+        stat.last_seen,
+        stat.state_changed_at,
+        _NAN if expires is None else (expires if expires <= MAX_TIME else MAX_TIME),
+        stat.probed_at,
+    )
+
+
+def kept_entries(old: list[RecentEntry], new: list[RecentEntry]) -> int:
+    """How many entries ``new`` starts with that are the last ones of ``old`` (0 if it does not).
+
+    ``new`` is a record's ``recent`` after outcomes were applied to the record whose
+    ``recent`` was ``old``: the oldest entries dropped, new ones appended (the same
+    entry objects, so the test is mostly by identity).
+    """
+    if not old or not new:
+        return 0
+    ids = list(map(id, old))
+    try:
+        j = ids.index(id(new[0]))
+    except ValueError:
+        return 0
+    kept = len(old) - j
+    if kept > len(new) or new[:kept] != old[j:]:
+        return 0
+    return kept
+
+
+def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
+    """:func:`encode` of ``stat``, reusing the packed entries of ``old``.
+
+    ``old`` is a stored record and ``stat.recent`` starts with the last ``kept`` entries
+    of ``decode(old).recent`` (see :func:`kept_entries`), followed by new ones: only
+    the header and the new entries are packed, the kept entries' bytes are copied.
+    The result is byte for byte ``encode(stat)`` (the error-class table renumbered
+    as encode numbers it); when the shortcut does not apply (``first_seen`` or the
+    domain changed, a damaged ``old``), it *is* ``encode(stat)``.
+    """
+    top = MAX_TIME
+    expires = stat.state_expires_at
+    if not (
+        0.0 <= stat.first_seen <= top
+        and 0.0 <= stat.last_seen <= top
+        and 0.0 <= stat.state_changed_at <= top
+        and 0.0 <= stat.probed_at <= top
+        and (expires is None or expires >= 0.0)
+    ):
+        return encode(stat)  # which says why (RecordError)
+    stored = _stored_parts(stat, old, kept)
+    if stored is None:
+        return encode(stat)
+    table, entries, classes = stored
+    added = _pack_added(stat, kept, classes)
+    if added is None:
+        return encode(stat)
+    parts, packed = added
+    domain = stat.domain.encode("utf-8")
+    head = _HEADER.pack(*_spliced_head(stat, len(stat.recent), len(domain)))
+    return _sealed(head, b"".join((domain, bytes((len(classes),)), table, *parts, entries, packed)))
+
+
+_IDENTITY = bytes(range(256))
+#: Where the body (domain, error table, entries) starts in a stored record, and the
+#: stored form of a header and a body: the layout :func:`encode` writes (kept next to
+#: each other so that a change of the envelope changes both).
+_SPLICE_BODY_AT = _BODY_AT
+
+
+def _sealed(head: bytes, body: bytes) -> bytes:
+    return b"".join((head, _CRC.pack(_crc32(head), _crc32(body)), body))
+
+
+def _stored_parts(stat: DomainStat, old: bytes, kept: int) -> tuple[bytes, bytes | bytearray, dict[str, int]] | None:
+    """From the stored record ``old``: the error-class table and the packed entries that
+    ``stat`` keeps, both renumbered by first use, and the table as ``{class: index}``;
+    ``None`` when ``old`` is not the base of ``stat`` or is damaged."""
+    try:
+        head = _HEADER.unpack_from(old)
+    except struct.error:
+        return None
+    n_old, dlen = head[2], head[3]
+    pos = _SPLICE_BODY_AT
+    if (
+        head[0] != VERSION
+        or head[9] != stat.first_seen
+        or not 0 <= kept <= min(n_old, len(stat.recent))
+        or len(stat.recent) > 255
+        or old[pos : pos + dlen] != stat.domain.encode("utf-8")
+        or pos + dlen >= len(old)
+    ):
+        return None
+    pos += dlen
+    table_start = pos + 1
+    names: list[str] = []
+    parts: list[bytes] = []
+    pos = table_start
+    for _ in range(old[table_start - 1]):
+        elen = old[pos] if pos < len(old) else 0
+        part = old[pos : pos + 1 + elen]
+        if not elen or len(part) != elen + 1:
+            return None
+        try:
+            names.append(part[1:].decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+        parts.append(part)
+        pos += 1 + elen
+    if len(set(names)) != len(names) or pos + n_old * _ENTRY.size != len(old):
+        return None
+    entries: bytes | bytearray = old[pos + (n_old - kept) * _ENTRY.size :]
+    if not names:
+        return b"", entries, {}
+    # encode() numbers the classes by first use over the entries: when dropping the
+    # oldest entries changed that order (or left a class unused), renumber.
+    index_bytes = entries[_ENTRY.size - 1 :: _ENTRY.size]
+    first_use = dict.fromkeys(index_bytes)
+    first_use.pop(0, None)
+    used = list(first_use)
+    if used and max(used) > len(names):
+        return None
+    table = old[table_start:pos]
+    if used != list(range(1, len(names) + 1)):
+        remap = bytearray(_IDENTITY)
+        for new_index, old_index in enumerate(used, 1):
+            remap[old_index] = new_index
+        entries = bytearray(entries)
+        entries[_ENTRY.size - 1 :: _ENTRY.size] = index_bytes.translate(remap)
+        table = b"".join([parts[i - 1] for i in used])
+    return table, entries, {names[old_index - 1]: new_index for new_index, old_index in enumerate(used, 1)}
+
+
+def _pack_added(stat: DomainStat, kept: int, classes: dict[str, int]) -> tuple[list[bytes], bytes] | None:
+    """The table entries of the new error classes and the packed new entries (``classes``
+    grows with them); ``None`` when encode would truncate a class."""
+    base = stat.first_seen
+    codes = _ENTRY_CODE
+    flat: list[int] = []
+    parts: list[bytes] = []
+    new = stat.recent[kept:]
+    for entry in new:
+        err = entry.error_class
+        index = 0
+        if err:
+            index = classes.get(err, 0)
+            if not index:
+                raw = err.encode("utf-8")
+                if len(raw) > 255:
+                    return None
+                index = classes[err] = len(classes) + 1
+                parts.append(bytes((len(raw),)) + raw)
+        offset = round(entry.at - base)
+        if offset < 0:
+            offset = 0
+        elif offset > _U32:
+            offset = _U32
+        flat += (offset, codes[entry.method, entry.outcome], entry.status or 0, index)
+    if len(classes) > 255:
+        return None
+    try:
+        return parts, _entries_struct(len(new)).pack(*flat)
+    except struct.error:  # a status no record can hold: encode() says so
+        return None

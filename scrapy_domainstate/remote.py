@@ -1,4 +1,4 @@
-"""The client of a shared domain-state service (SPEC section 7).
+"""The client of a shared domain-state service (docs/SPEC.md section 7).
 
 A fleet of crawlers shares verdicts through a small HTTP service (``scrapy domainstate
 serve`` runs the reference one, :mod:`scrapy_domainstate.service`; the API is described in
@@ -47,6 +47,7 @@ from twisted.web.http_headers import Headers
 from twisted.web.iweb import UNKNOWN_LENGTH, IAgentEndpointFactory, IBodyProducer
 from zope.interface import implementer
 
+from ._breaker import CircuitBreaker
 from .config import Config, ConfigError
 from .record import DomainStat, State
 
@@ -119,6 +120,23 @@ class RemoteVerdict:
     last_seen: float
     #: When the verdict runs out (``None``: the state has no TTL).
     expires_at: float | None = None
+    #: Reporters that voted for ``state`` (``None``: the service did not say).
+    agreeing: int | None = None
+
+    @property
+    def supporters(self) -> int:
+        """Reporters agreeing (without ``agreeing``: every reporter, the rule before it existed)."""
+        return self.reporters if self.agreeing is None else self.agreeing
+
+    @property
+    def support(self) -> float:
+        """The share agreeing once a single dissenter is set aside (see :func:`adopt`)."""
+        dissenting = self.reporters - self.supporters
+        if dissenting <= 0:
+            return self.consensus
+        if dissenting == 1:
+            return 1.0
+        return self.supporters / (self.reporters - 1)
 
 
 def adopt(
@@ -126,9 +144,14 @@ def adopt(
 ) -> State | None:
     """The state to adopt from ``remote``, or ``None`` to keep the local one.
 
-    A remote verdict counts only when its consensus is strictly above
-    ``config.remote_consensus`` and at least ``config.remote_min_reporters`` distinct
-    reporters voted. It then replaces the local state when:
+    A remote verdict counts only when at least ``config.remote_min_reporters`` distinct
+    reporters agree on it and its support is strictly above ``config.remote_consensus``.
+    The support is the share of the reporters agreeing once *one* dissenter is set aside
+    (``agreeing / (reporters - 1)`` when anybody dissents): a single reporter, honest
+    or not, cannot veto what enough others agree on (1 dissenter against 3, 4 or 5 agreeing
+    reporters: adopted), while two or more dissenters still count (3 against 2: 0.75, not
+    adopted). Votes for ``unknown`` are no verdict: the service leaves them out. It then
+    replaces the local state when:
 
     * there is no local verdict (no record, or an ``unknown`` one): the remote state is
       adopted unless the local record holds evidence (a ``recent`` entry) newer than the
@@ -140,7 +163,7 @@ def adopt(
     """
     if remote is None:
         return None
-    if not (remote.consensus > config.remote_consensus and remote.reporters >= config.remote_min_reporters):
+    if not (remote.support > config.remote_consensus and remote.supporters >= config.remote_min_reporters):
         return None
     if now is not None and remote.expires_at is not None and remote.expires_at <= now:
         return None
@@ -178,7 +201,10 @@ def _reject_constant(name: str) -> float:
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer of hundreds of digits: not a number we can use
+        return None
     return value if math.isfinite(value) else None
 
 
@@ -191,6 +217,11 @@ def _parse_verdict(domain: str, entry: object, now: float) -> RemoteVerdict | No
     last_seen = _number(entry.get("last_seen"))
     expires_raw = entry.get("expires_at")
     expires_at = None if expires_raw is None else _number(expires_raw)
+    agreeing = entry.get("agreeing")
+    if agreeing is not None and (
+        isinstance(agreeing, bool) or not isinstance(agreeing, int) or not 1 <= agreeing <= reporters
+    ):
+        return None
     if (
         state is None
         or consensus is None
@@ -203,7 +234,7 @@ def _parse_verdict(domain: str, entry: object, now: float) -> RemoteVerdict | No
         or (expires_raw is not None and expires_at is None)
     ):
         return None
-    return RemoteVerdict(domain, state, consensus, reporters, last_seen, expires_at)
+    return RemoteVerdict(domain, state, consensus, reporters, last_seen, expires_at, agreeing)
 
 
 def parse_lookup_response(
@@ -229,93 +260,15 @@ def parse_lookup_response(
     for domain in requested:
         if domain not in answers:
             continue
-        verdict = _parse_verdict(domain, answers[domain], now)
+        try:
+            verdict = _parse_verdict(domain, answers[domain], now)
+        except (TypeError, ValueError, OverflowError, AttributeError):  # one bad entry, not the batch
+            verdict = None
         if verdict is None:
             invalid += 1
         else:
             verdicts[domain] = verdict
     return verdicts, invalid
-
-
-# ---------------------------------------------------------- circuit breaker
-
-
-class CircuitBreaker:
-    """Closed -> (``threshold`` consecutive failures, or one timeout) -> open -> (cool-down)
-    -> half-open.
-
-    Half-open lets one trial call through: its success closes the breaker, its failure
-    opens it again for twice the previous cool-down (at most ``max_cooldown``).
-    """
-
-    CLOSED = "closed"
-    OPEN = "open"
-    HALF_OPEN = "half-open"
-
-    def __init__(
-        self,
-        threshold: int = 3,
-        cooldown: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
-        max_cooldown: float = 600.0,
-    ) -> None:
-        self.threshold = max(1, threshold)
-        self.base_cooldown = cooldown
-        self.max_cooldown = max(cooldown, max_cooldown)
-        self.cooldown = cooldown
-        self.clock = clock
-        self.state = self.CLOSED
-        self.failures = 0
-        self.opened = 0
-        self._opened_at = 0.0
-        self._trial = False
-
-    def allow(self) -> bool:
-        """Whether a call may be made now (does not start a trial)."""
-        if self.state == self.OPEN and self.clock() >= self._opened_at + self.cooldown:
-            self.state = self.HALF_OPEN
-            self._trial = False
-        if self.state == self.CLOSED:
-            return True
-        return self.state == self.HALF_OPEN and not self._trial
-
-    def started(self) -> None:
-        """A call is being made (in half-open state: the trial)."""
-        if self.state == self.HALF_OPEN:
-            self._trial = True
-
-    def success(self) -> None:
-        if self.state != self.CLOSED:
-            logger.info("domainstate remote service answers again: circuit breaker closed")
-        self.state = self.CLOSED
-        self.failures = 0
-        self.cooldown = self.base_cooldown
-        self._trial = False
-
-    def failure(self, hard: bool = False) -> bool:
-        """Count a failed call; ``True`` when this failure opened the breaker.
-
-        A ``hard`` failure (a timeout: the one failure that costs the caller time) opens
-        the breaker at once.
-        """
-        if self.state == self.OPEN:
-            return False
-        self.failures += 1
-        if self.state == self.HALF_OPEN:
-            self.cooldown = min(self.cooldown * 2, self.max_cooldown)
-        elif self.failures < self.threshold and not hard:
-            return False
-        self.state = self.OPEN
-        self._opened_at = self.clock()
-        self._trial = False
-        self.opened += 1
-        return True
-
-    def remaining(self) -> float:
-        """Seconds left in the cool-down (0 unless open)."""
-        if self.state != self.OPEN:
-            return 0.0
-        return max(self._opened_at + self.cooldown - self.clock(), 0.0)
 
 
 # ------------------------------------------------------------------ HTTP
@@ -632,7 +585,7 @@ class RemoteClient:
 
     def _got_lookup(self, body: bytes, batch: Mapping[str, Any]) -> dict[str, RemoteVerdict]:
         verdicts, invalid = parse_lookup_response(body, batch, self.clock())
-        self.breaker.success()
+        self._succeeded()
         self.invalid += invalid
         if invalid:
             self._warn_once("invalid", "domainstate remote service sent %d malformed entries: ignored", invalid)
@@ -702,7 +655,7 @@ class RemoteClient:
         d = self._call(b"POST", self.url, body)
 
         def posted(_: bytes) -> None:
-            self.breaker.success()
+            self._succeeded()
             self.reported += len(batch)
 
         def failed(failure: Failure) -> None:
@@ -760,6 +713,10 @@ class RemoteClient:
 
             d.addCallback(status)
         return d
+
+    def _succeeded(self) -> None:
+        if self.breaker.success():
+            logger.info("domainstate remote service answers again: circuit breaker closed")
 
     def _failed(self, failure: Failure, what: str) -> None:
         self.errors += 1

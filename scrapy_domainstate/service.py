@@ -1,4 +1,4 @@
-"""The reference shared domain-state service (SPEC section 7), on Twisted.
+"""The reference shared domain-state service (docs/SPEC.md section 7), on Twisted.
 
 Run it with ``scrapy domainstate serve`` or ``python -m scrapy_domainstate.service``; the
 API is described in ``docs/openapi.yaml``:
@@ -23,7 +23,8 @@ consensus of every domain it touched is written, as a :class:`DomainStat`, into 
 :class:`DomainStore` (LMDB by default), where ``scrapy domainstate show/export/stats``
 can inspect it. Lookups are computed from the votes, so vote ageing is exact.
 Every input is validated; errors are JSON ``{"error": "...", "field": "..."}`` with a
-400, 401, 404, 405, 413 or 415 status.
+400, 401, 404, 405, 413, 415 or 429 (with ``Retry-After``) status; connections are
+bounded and must send their request within deadlines (see :class:`Limits`).
 """
 
 from __future__ import annotations
@@ -88,16 +89,28 @@ class Limits:
     max_evidence: int = MAX_EVIDENCE
     #: Age after which a vote for a state without TTL (``friendly``) stops counting.
     max_vote_age: float = 90 * DAY
+    #: Open connections at most (lowered to the open-file limit minus a reserve at start).
+    max_connections: int = 512
+    #: Connections waiting for a request's bytes (slow or idle clients) at most: beyond it,
+    #: the one waiting longest is closed.
+    max_waiting: int = 256
+    #: Seconds a client has to send a request's headers, then its body.
+    header_timeout: float = 10.0
+    body_timeout: float = 10.0
+    #: Seconds an idle keep-alive connection is kept.
+    idle_timeout: float = 30.0
 
 
 class ApiError(Exception):
     """A request the service refuses: HTTP status, message, offending field."""
 
-    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+    def __init__(self, status: int, message: str, field: str | None = None, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.field = field
+        #: Seconds for a ``Retry-After`` header (429).
+        self.retry_after = retry_after
 
 
 # ------------------------------------------------------------------ votes
@@ -155,6 +168,8 @@ def compute_consensus(
             current[vote.reporter] = vote
     if not current:
         return None
+    # "unknown" is no verdict: such votes count only when there is nothing else.
+    current = {r: v for r, v in current.items() if v.state is not State.UNKNOWN} or current
     counts = Counter(v.state for v in current.values())
     newest: dict[State, float] = {}
     for v in current.values():
@@ -200,12 +215,30 @@ class VoteTable:
 
     def __init__(self, path: str | None = None) -> None:
         self.path = path
+        if path:
+            # Private from the start (SQLite gives its -wal/-shm files the same mode).
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            _private(path, 0o600)
         self._db = sqlite3.connect(path or ":memory:", isolation_level=None)
         if path:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(self._SCHEMA)
+
+    def held(self, reporter: str, domains: Iterable[str]) -> set[str]:
+        """Which of ``domains`` ``reporter`` has a vote on."""
+        domains = list(domains)
+        if not domains:
+            return set()
+        marks = ",".join("?" * len(domains))
+        rows = self._db.execute(
+            f"SELECT domain FROM votes WHERE reporter = ? AND domain IN ({marks})", [reporter, *domains]
+        )
+        return {row[0] for row in rows}
+
+    def count_by(self, reporter: str) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM votes WHERE reporter = ?", (reporter,)).fetchone()[0]
 
     def record(self, reporter: str, reports: Iterable[Mapping[str, Any]], now: float) -> int:
         """Store the reports as ``reporter``'s votes; how many became its current vote.
@@ -266,10 +299,23 @@ class VoteTable:
 
 
 def _number(value: object) -> float | None:
+    """A finite float, or ``None`` (wrong type, NaN, infinite, or too large for a float)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return None
     return value if math.isfinite(value) else None
+
+
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is valid Unicode text (JSON escapes can make lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _reject_constant(name: str) -> None:
@@ -360,6 +406,8 @@ def parse_reports(body: bytes, limits: Limits, now: float) -> list[dict[str, Any
         if evidence is not None:
             if not isinstance(evidence, str):
                 raise ApiError(400, "'evidence' must be a string", f"{where}.evidence")
+            if not _is_text(evidence):
+                raise ApiError(400, "'evidence' is not valid Unicode text (a lone surrogate)", f"{where}.evidence")
             if len(evidence) > limits.max_evidence:
                 raise ApiError(400, f"'evidence' is longer than {limits.max_evidence} characters", f"{where}.evidence")
             if any(ord(c) < 32 or ord(c) == 127 for c in evidence):
@@ -396,6 +444,50 @@ class DomainStateService:
         self.limits = limits or Limits()
         self.clock = clock
         self.counters: Counter[str] = Counter()
+        #: reporter -> (tokens, monotonic time of the last refill): DOMAINSTATE_SERVICE_RATE.
+        self._buckets: dict[str, tuple[float, float]] = {}
+        #: reporter -> votes held (DOMAINSTATE_SERVICE_QUOTA), counted on first use.
+        self._held: dict[str, int] = {}
+        self.monotonic: Callable[[], float] = time.monotonic
+
+    def check_rate(self, reporter: str) -> None:
+        """Take one request from ``reporter``'s bucket (``DOMAINSTATE_SERVICE_RATE`` a
+        second, bursts of 10 seconds' worth); raises 429 with ``Retry-After`` when empty."""
+        rate = self.config.service_rate
+        if not rate:
+            return
+        now = self.monotonic()
+        burst = max(rate * 10.0, 1.0)
+        tokens, last = self._buckets.get(reporter, (burst, now))
+        tokens = min(burst, tokens + (now - last) * rate)
+        if tokens < 1.0:
+            self._buckets[reporter] = (tokens, now)
+            wait = max(1, math.ceil((1.0 - tokens) / rate))
+            self.counters["rate_limited"] += 1
+            raise ApiError(
+                429, f"too many requests: at most {rate:g} a second per reporter", "Authorization", retry_after=wait
+            )
+        self._buckets[reporter] = (tokens - 1.0, now)
+
+    def _check_quota(self, reporter: str, reports: list[dict[str, Any]]) -> int:
+        """The number of votes ``reporter`` holds after these reports; raises 429 beyond
+        ``DOMAINSTATE_SERVICE_QUOTA`` (a newer vote on a domain it already voted on is free)."""
+        held = self._held.get(reporter)
+        if held is None:
+            held = self._held[reporter] = self.votes.count_by(reporter)
+        domains = {r["domain"] for r in reports}
+        new = len(domains - self.votes.held(reporter, domains))
+        quota = self.config.service_quota
+        if quota and held + new > quota:
+            self.counters["over_quota"] += 1
+            raise ApiError(
+                429,
+                f"storage quota: this reporter holds {held:,} votes, at most {quota:,}; "
+                "they free up as they expire (or report on domains already voted on)",
+                "reports",
+                retry_after=3600,
+            )
+        return held + new
 
     def authenticate(self, header: bytes | None) -> str:
         """The reporter id of an ``Authorization`` header; raises 401."""
@@ -422,7 +514,9 @@ class DomainStateService:
 
     def report(self, reporter: str, reports: list[dict[str, Any]]) -> dict[str, Any]:
         now = self.clock()
+        held = self._check_quota(reporter, reports)
         accepted = self.votes.record(reporter, reports, now)
+        self._held[reporter] = held
         self.counters["reports_received"] += len(reports)
         self.counters["reports_accepted"] += accepted
         self._mirror({r["domain"] for r in reports}, now)
@@ -449,6 +543,7 @@ class DomainStateService:
             logger.warning("could not write the consensus records to %s", self.store.describe(), exc_info=True)
 
     def prune(self) -> int:
+        self._held.clear()  # recounted on next use
         return self.votes.prune(self.config.ttl, self.clock(), self.limits.max_vote_age)
 
     def stats(self) -> dict[str, Any]:
@@ -513,6 +608,8 @@ class _Api(Resource):
             service.counters[f"err/{status}"] += 1
             if status == 401:
                 request.setHeader(b"WWW-Authenticate", b'Bearer realm="domainstate"')
+            if exc.retry_after is not None:
+                request.setHeader(b"Retry-After", str(exc.retry_after).encode())
         except Exception:
             logger.exception("domain-state service: internal error")
             status, payload = 500, {"error": "internal error", "field": None}
@@ -536,6 +633,7 @@ class _Api(Resource):
             request.setHeader(b"Allow", b", ".join(allowed))
             raise ApiError(405, f"method not allowed; use {' or '.join(m.decode() for m in allowed)}")
         reporter = service.authenticate(request.getHeader(b"Authorization"))
+        service.check_rate(reporter)
         if path == STATS_PATH.encode():
             service.counters["req/stats"] += 1
             return 200, service.stats()
@@ -559,13 +657,120 @@ class _Api(Resource):
 
 
 class _Channel(http.HTTPChannel):
+    """A connection with deadlines: the headers of a request within ``header_timeout``, its
+    body within ``body_timeout`` more (a client sending a byte now and then cannot hold a
+    connection for ever), the next request of a kept-alive one within ``idle_timeout``."""
+
     # 100 domains of 253 characters fit in the request line.
     MAX_LENGTH = 64 * 1024
     totalHeadersSize = 64 * 1024
+    site: _Site
+    _deadline: Any = None
+
+    def connectionMade(self) -> None:
+        super().connectionMade()
+        self._await(self.site.limits.header_timeout)
+        self.site.waiting_for(self)
+
+    def _await(self, seconds: float) -> None:
+        self._stop_deadline()
+        self._deadline = self.callLater(seconds, self._too_slow)
+
+    def _stop_deadline(self) -> None:
+        deadline, self._deadline = self._deadline, None
+        if deadline is not None and deadline.active():
+            deadline.cancel()
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        self.site.service.counters["conn/too_slow"] += 1
+        if self.transport is not None:
+            self.transport.abortConnection()
+
+    def allHeadersReceived(self) -> None:
+        super().allHeadersReceived()
+        self._await(self.site.limits.body_timeout)
+
+    def allContentReceived(self) -> None:
+        self._stop_deadline()
+        self.site.busy(self)
+        super().allContentReceived()
+
+    def requestDone(self, request: Any) -> None:
+        super().requestDone(request)
+        if self.persistent and self.transport is not None and not getattr(self.transport, "disconnecting", False):
+            limits = self.site.limits
+            self._await(limits.idle_timeout + limits.header_timeout)
+            self.site.waiting_for(self)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self._stop_deadline()
+        self.site.closed(self)
+        super().connectionLost(reason)
 
 
 class _Site(server.Site):
+    """Bounds the connections, so slow clients cannot hold every file descriptor.
+
+    At most ``max_connections`` open: a new connection beyond closes the one waiting longest
+    for a request's bytes (or is refused when none waits). At most ``max_waiting`` waiting:
+    beyond, the longest waiting are closed :attr:`sweep_delay` seconds later (time for a
+    client that sends its request at once to have it read, so a fast client is never
+    closed for slow ones).
+    """
+
     protocol = _Channel
+    limits = Limits()
+    service: DomainStateService
+    sweep_delay = 0.25
+
+    def startFactory(self) -> None:
+        super().startFactory()
+        self._init_bounds()
+
+    def _init_bounds(self) -> None:
+        self.channels: set[_Channel] = set()
+        #: Channels waiting for bytes, the longest waiting first.
+        self.waiting: dict[_Channel, None] = {}
+        self._sweep: Any = None
+
+    def buildProtocol(self, addr: Any) -> Any:
+        if not hasattr(self, "channels"):
+            self._init_bounds()
+        if len(self.channels) >= self.limits.max_connections and not self._evict_waiting():
+            self.service.counters["conn/refused"] += 1
+            return None
+        return super().buildProtocol(addr)
+
+    def _evict_waiting(self) -> bool:
+        if not self.waiting:
+            return False
+        oldest = next(iter(self.waiting))
+        del self.waiting[oldest]
+        self.channels.discard(oldest)
+        self.service.counters["conn/evicted"] += 1
+        if oldest.transport is not None:
+            oldest.transport.abortConnection()
+        return True
+
+    def _sweep_waiting(self) -> None:
+        self._sweep = None
+        while len(self.waiting) > self.limits.max_waiting:
+            self._evict_waiting()
+
+    def waiting_for(self, channel: _Channel) -> None:
+        self.channels.add(channel)
+        self.waiting.pop(channel, None)
+        self.waiting[channel] = None
+        if len(self.waiting) > self.limits.max_waiting and self._sweep is None:
+            self._sweep = self.reactor.callLater(self.sweep_delay, self._sweep_waiting)
+
+    def busy(self, channel: _Channel) -> None:
+        self.waiting.pop(channel, None)
+
+    def closed(self, channel: _Channel) -> None:
+        self.channels.discard(channel)
+        self.waiting.pop(channel, None)
 
     def log(self, request: Any) -> None:  # no access log: it would hold the tokens' callers
         pass
@@ -591,7 +796,12 @@ def make_site(
     limits = limits or Limits()
     config = config or Config()
     if db_path is not None:
-        os.makedirs(db_path, exist_ok=True)
+        # The votes name who reported what: directories 0700, files 0600.
+        os.makedirs(db_path, mode=0o700, exist_ok=True)
+        _private(db_path, 0o700)
+        consensus = os.path.join(db_path, "consensus")
+        os.makedirs(consensus, mode=0o700, exist_ok=True)
+        _private(consensus, 0o700)
         # The consensus records live next to the votes, whatever store the config names.
         config = dataclasses.replace(
             config,
@@ -602,18 +812,65 @@ def make_site(
         store = MemoryStore(config) if db_path is None else create_store(config)
     votes = VoteTable(os.path.join(db_path, "votes.sqlite3") if db_path else None)
     store.open()
+    if db_path is not None:
+        for name in os.listdir(consensus):
+            _private(os.path.join(consensus, name), 0o600)
     service = DomainStateService(tokens, votes, store, config=config, limits=limits, clock=clock)
-    site = _Site(_Api(service), requestFactory=type("Request", (_Request,), {"max_body": limits.max_body}))
-    site.service = service  # type: ignore[attr-defined]
+    site = _Site(
+        _Api(service),
+        requestFactory=type("Request", (_Request,), {"max_body": limits.max_body}),
+        timeout=limits.idle_timeout,
+    )
+    site.limits = _fit_open_files(limits)
+    site.service = service
     return site
+
+
+#: File descriptors kept free of connections (stores, logs, accepts in flight).
+_FD_RESERVE = 200
+
+
+def _fit_open_files(limits: Limits) -> Limits:
+    """``limits`` with ``max_connections`` below this process's open-file limit."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return limits
+    if soft == resource.RLIM_INFINITY:
+        return limits
+    fit = max(16, soft - _FD_RESERVE)
+    if limits.max_connections <= fit:
+        return limits
+    return dataclasses.replace(limits, max_connections=fit, max_waiting=min(limits.max_waiting, fit // 2))
+
+
+def _private(path: str, mode: int) -> None:
+    """Make ``path`` (created by this process) accessible to its owner only."""
+    try:
+        if os.stat(path).st_mode & 0o777 != mode:
+            os.chmod(path, mode)
+    except OSError as exc:
+        logger.warning("cannot make %s private (chmod %o): %s", path, mode, exc)
 
 
 def load_tokens(path: str) -> dict[str, str]:
     """Read a token file: one ``REPORTER_ID TOKEN`` pair a line; ``#`` comments.
 
-    Returns ``{token: reporter_id}``. Raises :class:`ConfigError` naming the line.
+    Returns ``{token: reporter_id}``. Raises :class:`ConfigError` naming the line, or
+    when other users may read or change the file (it must be ``chmod 600``).
     """
     tokens: dict[str, str] = {}
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ConfigError(f"cannot read the token file {path}: {exc}") from None
+    if mode & 0o077:
+        raise ConfigError(
+            f"the token file {path} can be read or changed by other users (mode {mode & 0o777:o}): "
+            f"run 'chmod 600 {path}'"
+        )
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -687,11 +944,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on; default 127.0.0.1")
     parser.add_argument("--token-file", required=True, help="file of 'REPORTER_ID TOKEN' lines")
     parser.add_argument("--db", default=None, help="directory of the votes and consensus stores (default: memory)")
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a DOMAINSTATE_* setting (DOMAINSTATE_TTL, DOMAINSTATE_SERVICE_RATE, DOMAINSTATE_SERVICE_QUOTA)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
+        settings = {}
+        for item in args.set:
+            name, sep, value = item.partition("=")
+            if not sep or not name.startswith("DOMAINSTATE_"):
+                raise ConfigError(f"-s {item!r}: expected DOMAINSTATE_NAME=VALUE")
+            settings[name] = value
+        config = Config.from_settings(settings)
         tokens = load_tokens(args.token_file)
-        serve(args.port, args.host, tokens=tokens, db_path=args.db)
+        serve(args.port, args.host, tokens=tokens, db_path=args.db, config=config)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

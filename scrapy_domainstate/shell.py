@@ -12,44 +12,25 @@ plugin is also reachable as ``crawler.domainstate`` (the manager: ``.store``,
 
 from __future__ import annotations
 
-import atexit
-import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from . import _registry
 
 if TYPE_CHECKING:
     from .manager import DomainStateManager
     from .store import DomainStore
 
-__all__ = ["domainstate", "register", "store"]
-
-_managers: list[weakref.ref[DomainStateManager]] = []
-
-
-def register(manager: DomainStateManager) -> None:
-    """Called by the manager when it opens its store."""
-    if not _managers:
-        # ``scrapy shell`` never closes its spider: save what a session learned at exit.
-        atexit.register(_flush_at_exit)
-    _managers[:] = [ref for ref in _managers if ref() is not None]
-    _managers.append(weakref.ref(manager))
-
-
-def _flush_at_exit() -> None:
-    for ref in _managers:
-        manager = ref()
-        if manager is not None and manager.opened:
-            manager.flush()
+__all__ = ["domainstate", "store"]
 
 
 def _latest() -> DomainStateManager:
-    for ref in reversed(_managers):
-        manager = ref()
-        if manager is not None and manager.opened:
-            return manager
-    raise RuntimeError(
-        "scrapy-domainstate is not running in this process: enable it "
-        '(ADDONS = {"scrapy_domainstate.Addon": 0}) and fetch() something first'
-    )
+    manager = _registry.latest()
+    if manager is None:
+        raise RuntimeError(
+            "scrapy-domainstate is not running in this process: enable it "
+            '(ADDONS = {"scrapy_domainstate.Addon": 0}) and fetch() something first'
+        )
+    return cast("DomainStateManager", manager)
 
 
 def domainstate(url: str) -> dict[str, Any]:
@@ -60,3 +41,7 @@ def domainstate(url: str) -> dict[str, Any]:
 def store() -> DomainStore:
     """The store of the running plugin."""
     return _latest().store
+
+
+#: Kept for code that registered a manager itself; the runtime registers it when it opens.
+register = _registry.register

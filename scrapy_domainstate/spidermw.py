@@ -26,7 +26,7 @@ __all__ = ["DomainStateSpiderMiddleware"]
 class DomainStateSpiderMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.manager = DomainStateManager.for_crawler(crawler)
-        if self.manager.config.outcome != "items":
+        if not self.manager.outcomes.from_items:
             # Only the "items" outcome source needs to see what callbacks yield. No message:
             # Scrapy logs a NotConfigured message as a WARNING, and this is the default case.
             raise NotConfigured

@@ -28,8 +28,11 @@ __all__ = [
     "visible_text",
 ]
 
+_hs: Any
 try:  # optional fast engine
-    import hyperscan as _hs
+    import hyperscan
+
+    _hs = hyperscan
 except ImportError:  # pragma: no cover - depends on the machine
     _hs = None
 
@@ -292,18 +295,24 @@ def visible_text(low: bytes, limit: int) -> bytes | None:
             i = n if close < 0 else close + 3
             continue
         if low[lt + 1 : lt + 2] in _HIDDEN_FIRST:  # <script, <style, <noscript, <template, <title
-            if low.startswith(b"<title", lt):
-                close = low.find(b"</title", lt)
-                lt = n if close < 0 else close
-            hidden = next((t for t in _HIDDEN_ELEMENTS if low.startswith(t, lt + 1)), None)
-            if hidden is not None:
-                close = low.find(b"</" + hidden, lt)
-                if close < 0:
-                    break
-                lt = close
+            lt = _past_hidden(low, lt, n)
+            if lt < 0:
+                break
         gt = low.find(b">", lt)
         i = n if gt < 0 else gt + 1
     return b" ".join(parts)
+
+
+def _past_hidden(low: bytes, lt: int, n: int) -> int:
+    """Where reading resumes after an element whose text is not shown (``lt`` itself when
+    the tag at ``lt`` is not one), ``-1`` when it never closes."""
+    if low.startswith(b"<title", lt):
+        close = low.find(b"</title", lt)
+        lt = n if close < 0 else close
+    hidden = next((t for t in _HIDDEN_ELEMENTS if low.startswith(t, lt + 1)), None)
+    if hidden is None:
+        return lt
+    return low.find(b"</" + hidden, lt)
 
 
 def _inside(low: bytes) -> bytes | None:

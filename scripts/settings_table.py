@@ -1,7 +1,8 @@
-"""Render the README's settings table from ``scrapy_domainstate.config.SETTINGS``.
+"""Render the README's settings table from ``scrapy_domainstate.config.SETTINGS``, the one list of settings.
 
-``python scripts/settings_table.py --write`` rewrites the table in README.rst;
-``tests/test_readme.py`` fails when the README and the code disagree.
+``python scripts/settings_table.py --write`` rewrites the table in README.rst, ``--check``
+exits 1 when it is out of date, no option prints it; ``tests/test_readme.py`` fails when the
+README and the code disagree.
 """
 
 from __future__ import annotations
@@ -14,21 +15,6 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 START, END = ".. SETTINGS-TABLE-START", ".. SETTINGS-TABLE-END"
 
-EXAMPLES = {
-    "DOMAINSTATE_ENABLED": "False",
-    "DOMAINSTATE_STORE": '"scrapy_domainstate.store.redis.RedisStore"',
-    "DOMAINSTATE_LMDB_PATH": '"/var/lib/crawl/domainstate"',
-    "DOMAINSTATE_LMDB_MAP_SIZE": "8 << 30",
-    "DOMAINSTATE_REDIS_URL": '"redis://cache:6379/0"',
-    "DOMAINSTATE_REDIS_PREFIX": '"shop-crawl:ds:"',
-    "DOMAINSTATE_TTL": '{"dead": 14 * 86400, "cold": None}',
-    "DOMAINSTATE_OUTCOME": '"items"',
-    "DOMAINSTATE_CHALLENGE_MARKERS": '{"acme-waf": ["acme-wall-v2"]}',
-    "DOMAINSTATE_BROWSER_META": '{"playwright": True, "playwright_include_page": False}',
-    "DOMAINSTATE_REMOTE_URL": '"http://127.0.0.1:8790"',
-    "DOMAINSTATE_REMOTE_TOKEN": '"s3cret-token"',
-}
-
 
 def _default(value: object) -> str:
     if isinstance(value, dict):
@@ -40,16 +26,28 @@ def _default(value: object) -> str:
     return repr(value)
 
 
+def _span(seconds: float) -> str:
+    for unit, size in (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
 def render() -> str:
-    sys.path.insert(0, str(ROOT))
+    """The table: one entry per row of ``SETTINGS`` (name, type, default, doc, example)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from scrapy_domainstate.config import SETTINGS
 
     lines = []
     for s in SETTINGS:
+        default = f"``{_default(s.default)}``"
+        if s.type == "duration" and isinstance(s.default, (int, float)) and s.default >= 60:
+            default += f" ({_span(s.default)})"
         lines.append(f"``{s.name}``")
-        lines.append(f"    *{s.type}*, default ``{_default(s.default)}``. {s.doc}")
-        if s.name in EXAMPLES:
-            lines.append(f"    Example: ``{s.name} = {EXAMPLES[s.name]}``.")
+        lines.append(f"    *{s.type}*, default {default}. {s.doc}")
+        if s.example is not None:
+            lines.append(f"    Example: ``{s.name} = {s.example}``.")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -62,13 +60,19 @@ def readme_block(text: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="rewrite README.rst")
+    parser.add_argument("--check", action="store_true", help="exit 1 when README.rst's table is out of date")
     args = parser.parse_args()
     table = render()
+    path = ROOT / "README.rst"
+    text = path.read_text(encoding="utf-8")
+    if args.check:
+        if readme_block(text) == table:
+            return 0
+        sys.stderr.write("README.rst's settings table is out of date: run python scripts/settings_table.py --write\n")
+        return 1
     if not args.write:
         sys.stdout.write(table)
         return 0
-    path = ROOT / "README.rst"
-    text = path.read_text(encoding="utf-8")
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
     path.write_text(f"{head}{START}\n\n{table}\n{END}{tail}", encoding="utf-8")

@@ -1,6 +1,6 @@
 """The classifier: anti-bot markers, HEAD/GET rules, failures and certificates.
 
-Pages are small realistic copies of what each vendor serves (ANTIBOT-MARKERS.md); failures
+Pages are small realistic copies of what each vendor serves (docs/ANTIBOT-MARKERS.md); failures
 are real Scrapy/Twisted/OpenSSL exception instances, wrapped the way Scrapy 2.19's download
 handlers wrap them; certificates are generated here with ``cryptography`` and handed over
 the way Scrapy delivers them (``twisted.internet.ssl.Certificate`` or DER bytes).

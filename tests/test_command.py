@@ -616,6 +616,7 @@ def test_serve(work: Path, tmp_path: Path) -> None:
 
     tokens = work / "tokens.txt"
     tokens.write_text("# reporter token\nalice secret-token-alice\n")
+    tokens.chmod(0o600)  # the service refuses a token file others can read
     proc = subprocess.Popen(
         [*SCRAPY, "serve", "--port", "0", "--token-file", str(tokens), "--db", str(tmp_path / "service")],
         cwd=work,

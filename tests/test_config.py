@@ -12,10 +12,10 @@ import json
 import pytest
 from scrapy.settings import BaseSettings, Settings
 
+from scrapy_domainstate._time import DAY
 from scrapy_domainstate.config import DEFAULT_TTL, SETTINGS, Config, ConfigError
 from scrapy_domainstate.record import State
 
-DAY = 86400.0
 PREFIX = "DOMAINSTATE_"
 BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -44,7 +44,7 @@ def test_settings_table_matches_config_fields():
 
 def test_every_setting_is_documented_with_a_type():
     for s in SETTINGS:
-        assert s.type in {"bool", "int", "float", "str", "dict"}, s.name
+        assert s.type in {"bool", "int", "float", "duration", "str", "dict"}, s.name
         assert s.doc.strip(), s.name
 
 
@@ -150,6 +150,11 @@ VALID = {
             {"playwright": True, "playwright_include_page": False},
         ),
     ],
+    "DOMAINSTATE_BROWSER_RENDERED": [
+        ("myproject.browser.rendered", "myproject.browser.rendered"),
+        (useful_outcome, f"{__name__}.useful_outcome"),
+    ],
+    "DOMAINSTATE_BROWSER_CHALLENGE_WAIT": [("2.5", 2.5), (0, 0.0), (30, 30.0)],
     "DOMAINSTATE_PER_HOSTNAME": [("true", True), (True, True), ("1", True), ("yes", True)],
     "DOMAINSTATE_OUTCOME": [
         ("items", "items"),
@@ -171,6 +176,8 @@ VALID = {
     "DOMAINSTATE_REMOTE_CONSENSUS": [("0.9", 0.9), (1, 1.0)],
     "DOMAINSTATE_REMOTE_MIN_REPORTERS": [("5", 5), (1, 1)],
     "DOMAINSTATE_STATS_PER_DOMAIN": [("true", True), (True, True)],
+    "DOMAINSTATE_SERVICE_RATE": [("2.5", 2.5), (0, 0.0)],
+    "DOMAINSTATE_SERVICE_QUOTA": [("1000", 1000), (0, 0)],
 }
 
 VALID_CASES = [(name, value, expected) for name, cases in VALID.items() for value, expected in cases]
@@ -207,8 +214,18 @@ def test_every_setting_accepts_a_valid_override_through_scrapy_settings(name, va
 
 
 def test_none_means_default():
-    config = Config.from_settings({name: None for name in BY_NAME})
+    # DOMAINSTATE_BROWSER_META = None is a value of its own: no browser (below)
+    config = Config.from_settings({name: None for name in BY_NAME if name != "DOMAINSTATE_BROWSER_META"})
     assert config == Config.from_settings({})
+
+
+@pytest.mark.parametrize("value", [None, "None", "null", ""])
+def test_browser_meta_none_turns_the_browser_off(value):
+    assert Config.from_settings({"DOMAINSTATE_BROWSER_META": value}).browser_meta is None
+    settings = Settings()
+    settings.set("DOMAINSTATE_BROWSER_META", value, priority="cmdline")
+    assert Config.from_settings(settings).browser_meta is None
+    assert Config.from_settings(Settings()).browser_meta == {"playwright": True}
 
 
 def test_redis_url_falls_back_to_redis_url():
@@ -271,6 +288,8 @@ BAD = {
     "DOMAINSTATE_MAX_DOMAINS": [0, -1, "lots"],
     "DOMAINSTATE_HEAD_PROBE": ["sometimes", 3],
     "DOMAINSTATE_BROWSER_META": [{}, "{}", [], "[1]", "playwright", 5, ("playwright", True)],
+    "DOMAINSTATE_BROWSER_RENDERED": ["", "rendered", 5, ["a.b"]],
+    "DOMAINSTATE_BROWSER_CHALLENGE_WAIT": [-1, "a while", True],
     "DOMAINSTATE_PER_HOSTNAME": ["perhaps"],
     "DOMAINSTATE_OUTCOME": ["", "contact", "everything", 5, ["items"]],
     "DOMAINSTATE_CHALLENGE_MARKERS": [{"acme": 5}, {"acme": [""]}, {"acme": [1]}, "[]", 5, "not json"],
@@ -284,6 +303,8 @@ BAD = {
     "DOMAINSTATE_REMOTE_CONSENSUS": [1.5, -0.1],
     "DOMAINSTATE_REMOTE_MIN_REPORTERS": [0, -1],
     "DOMAINSTATE_STATS_PER_DOMAIN": ["x"],
+    "DOMAINSTATE_SERVICE_RATE": [-1, "fast"],
+    "DOMAINSTATE_SERVICE_QUOTA": [-1, 1.5, "lots"],
 }
 
 BAD_CASES = [(name, value) for name, values in BAD.items() for value in values]
@@ -299,6 +320,7 @@ def test_bad_value_raises_config_error_naming_the_setting(name, value):
 #: Written as text, these become valid strings (a path named "5", a token "5").
 _FINE_AS_TEXT = {
     ("DOMAINSTATE_STORE", '["a.b"]'),
+    ("DOMAINSTATE_BROWSER_RENDERED", '["a.b"]'),
     ("DOMAINSTATE_LMDB_PATH", "5"),
     ("DOMAINSTATE_LMDB_PATH", '["state"]'),
     ("DOMAINSTATE_REDIS_URL", "5"),
@@ -438,3 +460,205 @@ def test_frozen_settings_are_read():
     settings = Settings({"DOMAINSTATE_MAX_DOMAINS": "42"})
     settings.freeze()
     assert Config.from_settings(settings).max_domains == 42
+
+
+# ---------------------------------------------------------------- one declaration per setting
+
+
+def test_config_defaults_are_from_settings_of_nothing():
+    assert Config() == Config.from_settings({})
+    assert Config() == Config.from_settings(None)
+    assert Config() == Config.from_settings(Settings())
+
+
+def test_each_field_default_is_its_rows_parsed_default():
+    config = Config()
+    for s in SETTINGS:
+        assert getattr(config, s.field) == s.parse(s.name, s.default), s.name
+
+
+def test_config_fields_follow_the_table_order():
+    assert [f.name for f in dataclasses.fields(Config)] == [s.field for s in SETTINGS]
+
+
+def test_field_annotations_agree_with_the_rows_types():
+    expected = {
+        "bool": {"bool"},
+        "int": {"int"},
+        "float": {"float"},
+        "duration": {"float", "float | None"},
+        "str": {"str", "str | None"},
+        "dict": {
+            "Mapping[State, float | None]",
+            "Mapping[str, Any]",
+            "Mapping[str, Any] | None",  # DOMAINSTATE_BROWSER_META (None: no browser)
+            "Mapping[str, tuple[str, ...]]",
+        },
+    }
+    for f in dataclasses.fields(Config):
+        s = BY_NAME[PREFIX + f.name.upper()]
+        assert f.type in expected[s.type], (s.name, f.type)
+        assert (s.default is None) == ("None" in str(f.type)) or s.type == "dict", s.name
+
+
+def test_a_field_without_a_row_fails_at_import():
+    from scrapy_domainstate.config import FROM_TABLE, _defaults_from_table
+
+    class Stray:
+        __annotations__ = {"enabled": "bool", "not_a_setting": "int"}
+        enabled = FROM_TABLE
+
+    with pytest.raises(TypeError, match="not_a_setting"):
+        _defaults_from_table(Stray)
+
+
+def test_a_field_default_that_differs_from_its_row_fails_at_import():
+    from scrapy_domainstate.config import FROM_TABLE, _defaults_from_table
+
+    names = {s.field: "Any" for s in SETTINGS}
+    body = dict.fromkeys(names, FROM_TABLE)
+    body["__annotations__"] = names
+    body["cold_threshold"] = 6
+    with pytest.raises(TypeError, match="DOMAINSTATE_COLD_THRESHOLD"):
+        _defaults_from_table(type("Drifted", (), body))
+    body["cold_threshold"] = 5  # the same value written out is accepted
+    assert _defaults_from_table(type("Same", (), body))
+
+
+def test_a_row_without_a_parser_gets_one_from_its_type():
+    from scrapy_domainstate.config import _s
+
+    assert _s("DOMAINSTATE_X", 3, "int", "doc").value("7") == 7
+    assert _s("DOMAINSTATE_X", 1.5, "float", "doc").value("0.5") == 0.5
+    assert _s("DOMAINSTATE_X", True, "bool", "doc").value("off") is False
+    assert _s("DOMAINSTATE_X", 60.0, "duration", "doc").value("2h") == 7200.0
+    assert _s("DOMAINSTATE_X", "a", "str", "doc").value("b") == "b"
+    assert _s("DOMAINSTATE_X", None, "str", "doc").value() is None
+    assert _s("DOMAINSTATE_X", {}, "dict", "doc").value('{"a": 1}') == {"a": 1}
+    with pytest.raises(ConfigError, match="DOMAINSTATE_X"):
+        _s("DOMAINSTATE_X", 3, "int", "doc").value(-1)
+    with pytest.raises(TypeError):
+        _s("DOMAINSTATE_X", 3, "integer", "doc")
+
+
+# ---------------------------------------------------------------- durations
+
+DURATIONS = [("90", 90.0), ("90s", 90.0), ("90m", 5400.0), ("12h", 43200.0), ("7d", 7 * DAY), ("2w", 14 * DAY)]
+
+
+@pytest.mark.parametrize(("text", "seconds"), DURATIONS)
+def test_ttl_accepts_the_commands_duration_strings(text, seconds):
+    config = Config.from_settings({"DOMAINSTATE_TTL": {"dead": text}})
+    assert config.ttl[State.DEAD] == seconds
+    settings = Settings()
+    settings.set("DOMAINSTATE_TTL", json.dumps({"dead": text}), priority="cmdline")
+    assert Config.from_settings(settings).ttl[State.DEAD] == seconds
+
+
+@pytest.mark.parametrize("text", ["none", "None", "never", " NONE "])
+def test_ttl_none_string_means_no_expiry(text):
+    assert Config.from_settings({"DOMAINSTATE_TTL": {"cold": text}}).ttl[State.COLD] is None
+
+
+@pytest.mark.parametrize(("text", "seconds"), DURATIONS)
+def test_every_duration_setting_accepts_duration_strings(text, seconds):
+    durations = [s for s in SETTINGS if s.type == "duration"]
+    assert {s.name for s in durations} >= {"DOMAINSTATE_URL_DEAD_TTL", "DOMAINSTATE_FLUSH_INTERVAL"}
+    for s in durations:
+        assert getattr(Config.from_settings({s.name: text}), s.field) == seconds, s.name
+
+
+@pytest.mark.parametrize("text", ["7x", "d", "-1d", "nan", "1e999", "soon", ""])
+def test_bad_durations_name_the_setting(text):
+    with pytest.raises(ConfigError, match=r"DOMAINSTATE_TTL\['dead'\]"):
+        Config.from_settings({"DOMAINSTATE_TTL": {"dead": text}})
+    with pytest.raises(ConfigError, match="DOMAINSTATE_URL_DEAD_TTL"):
+        Config.from_settings({"DOMAINSTATE_URL_DEAD_TTL": text})
+
+
+def test_none_is_refused_where_a_duration_must_be_finite():
+    with pytest.raises(ConfigError, match="DOMAINSTATE_URL_DEAD_TTL"):
+        Config.from_settings({"DOMAINSTATE_URL_DEAD_TTL": "none"})
+
+
+def test_the_command_and_the_settings_share_one_duration_parser():
+    from scrapy_domainstate import _time
+    from scrapy_domainstate.commands import domainstate
+
+    for text, seconds in DURATIONS:
+        assert _time.parse_duration(text) == seconds
+        assert domainstate._parse_ttl(text) == seconds
+    assert _time.parse_duration("none") is None
+    assert domainstate._parse_ttl("none") is None
+
+
+# ---------------------------------------------------------------- misspelt names
+
+
+def test_unknown_settings_suggest_the_closest_name():
+    from scrapy_domainstate.config import unknown_settings
+
+    found = unknown_settings(
+        [
+            "DOMAINSTATE_COLD_TRESHOLD",
+            "DOMAINSTATE_ENABLE",
+            "DOMAINSTATE_HEADPROBE",
+            "DOMAINSTATE_ZZZ",
+            "DOMAINSTATE_TTL",
+            "DOMAINSTATE_TEST_HOSTS",
+            "BOT_NAME",
+            "COLD_THRESHOLD",
+        ]
+    )
+    assert found == [
+        ("DOMAINSTATE_COLD_TRESHOLD", "DOMAINSTATE_COLD_THRESHOLD"),
+        ("DOMAINSTATE_ENABLE", "DOMAINSTATE_ENABLED"),
+        ("DOMAINSTATE_HEADPROBE", "DOMAINSTATE_HEAD_PROBE"),
+        ("DOMAINSTATE_ZZZ", None),
+    ]
+
+
+def test_unknown_settings_log_one_warning_each(caplog):
+    from scrapy_domainstate.config import log_unknown_settings
+
+    settings = Settings({"DOMAINSTATE_COLD_TRESHOLD": 10, "DOMAINSTATE_TTL": {}})
+    with caplog.at_level("DEBUG", logger="scrapy_domainstate"):
+        assert log_unknown_settings(settings) == 1
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "WARNING",
+            "scrapy-domainstate: unknown setting DOMAINSTATE_COLD_TRESHOLD ignored; "
+            "did you mean DOMAINSTATE_COLD_THRESHOLD?",
+        )
+    ]
+    assert log_unknown_settings(Settings()) == 0
+
+
+def test_every_setting_name_is_known():
+    from scrapy_domainstate.config import unknown_settings
+
+    assert unknown_settings(BY_NAME) == []
+
+
+def test_a_nullable_row_gives_an_explicit_none_to_its_parser():
+    from scrapy_domainstate.config import _raw, _s
+
+    def off_or_dict(name, value):
+        return None if value is None else dict(value)
+
+    row = _s("DOMAINSTATE_X", {"a": 1}, "dict", "doc", parse=off_or_dict, nullable=True)
+    assert row.value() == {"a": 1}
+    assert row.value(None) is None
+    assert row.value(_raw({"DOMAINSTATE_X": None}, row)) is None
+    assert row.value(_raw({}, row)) == {"a": 1}
+    settings = Settings()
+    settings.set("DOMAINSTATE_X", None)
+    assert row.value(_raw(settings, row)) is None
+    plain = _s("DOMAINSTATE_X", {"a": 1}, "dict", "doc")
+    assert plain.value(_raw({"DOMAINSTATE_X": None}, plain)) == {"a": 1}
+
+
+def test_dotted_paths_from_objects():
+    assert Config.from_settings({"DOMAINSTATE_STORE": MyStore}).store == f"{__name__}.MyStore"
+    with pytest.raises(ConfigError, match="class path"):
+        Config.from_settings({"DOMAINSTATE_STORE": "LmdbStore"})

@@ -94,6 +94,31 @@ class Row:
     unknown: int = 0
 
 
+def _judge_block(page: Page, verdict: Verdict, row: Row, mistakes: list[str]) -> None:
+    row.blocks += 1
+    if verdict.outcome is not Outcome.ANTIBOT:
+        mistakes.append(f"missed   {page.id} ({page.vendor}, {page.status}): {verdict}")
+        return
+    row.detected += 1
+    if page.vendor == "unknown":  # the capture does not tell: not counted either way
+        row.unknown += 1
+    elif vendor_of(verdict) == page.vendor:
+        row.attributed += 1
+    else:
+        mistakes.append(f"vendor   {page.id}: expected {page.vendor}, got {verdict.error_class}")
+    if page.label == "challenge-soft":
+        row.soft += 1
+        if verdict.is_hard_block:
+            row.soft_as_hard += 1
+            mistakes.append(f"too hard {page.id}: {verdict.error_class}")
+    else:
+        row.hard += 1
+        if verdict.is_hard_block:
+            row.hard_as_hard += 1
+        else:
+            mistakes.append(f"too soft {page.id}: {verdict.error_class}")
+
+
 def evaluate(pages: list[Page], classifier: Classifier | None = None) -> tuple[dict[str, Row], list[str]]:
     """Per-vendor counts over the real pages, and one line per mistake."""
     classifier = classifier or Classifier()
@@ -104,35 +129,13 @@ def evaluate(pages: list[Page], classifier: Classifier | None = None) -> tuple[d
             continue
         verdict = judge(classifier, page)
         row = rows[page.vendor]
-        detected = verdict.outcome is Outcome.ANTIBOT
         if page.label in BLOCK_LABELS:
-            row.blocks += 1
-            if not detected:
-                mistakes.append(f"missed   {page.id} ({page.vendor}, {page.status}): {verdict}")
-                continue
-            row.detected += 1
-            if page.vendor == "unknown":  # the capture does not tell: not counted either way
-                row.unknown += 1
-            elif vendor_of(verdict) == page.vendor:
-                row.attributed += 1
-            else:
-                mistakes.append(f"vendor   {page.id}: expected {page.vendor}, got {verdict.error_class}")
-            if page.label == "challenge-soft":
-                row.soft += 1
-                if verdict.is_hard_block:
-                    row.soft_as_hard += 1
-                    mistakes.append(f"too hard {page.id}: {verdict.error_class}")
-            else:
-                row.hard += 1
-                if verdict.is_hard_block:
-                    row.hard_as_hard += 1
-                else:
-                    mistakes.append(f"too soft {page.id}: {verdict.error_class}")
-        else:
-            row.normal += 1
-            if detected:
-                row.flagged += 1
-                mistakes.append(f"flagged  {page.id} ({page.vendor}): {verdict.error_class}")
+            _judge_block(page, verdict, row, mistakes)
+            continue
+        row.normal += 1
+        if verdict.outcome is Outcome.ANTIBOT:
+            row.flagged += 1
+            mistakes.append(f"flagged  {page.id} ({page.vendor}): {verdict.error_class}")
     return dict(rows), mistakes
 
 

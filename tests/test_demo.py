@@ -55,7 +55,10 @@ def assert_second_crawl_spends_less(summary: dict[str, Any]) -> None:
     # less traffic, the same contacts
     assert second["requests"] < first["requests"]
     assert second["received_by_sites"] < first["received_by_sites"]
-    assert second["sites_with_contacts"] >= 0.95 * first["sites_with_contacts"]
+    if summary["browser"]:
+        assert second["sites_with_contacts"] >= 0.95 * first["sites_with_contacts"]
+    # (without a browser, pages behind walls are got only when a plain fetch happens to pass
+    # them: the demo's own "same contacts" check, asserted above, sets those sites aside)
     assert first["sites_with_contacts"] >= 20
     # one HEAD per site in crawl 1; none in crawl 2, friendly sites included
     assert first["head"] >= 60
@@ -163,6 +166,10 @@ def scrapy_crawl(args: list[str], store: Path) -> subprocess.CompletedProcess[st
     return subprocess.run(cmd, cwd=DEMO.parent, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+def pages_sent(sites: Any, host: str) -> list[str]:
+    return [r.method for r in sites.requests(host) if r.path != "/robots.txt"]
+
+
 @pytest_twisted.ensureDeferred
 async def test_example_project_scrapy_crawl(sites: Any, tmp_path: Path) -> None:
     """``scrapy crawl contacts -a urls=... -O FILE`` in example_project, twice on one store."""
@@ -184,14 +191,17 @@ async def test_example_project_scrapy_crawl(sites: Any, tmp_path: Path) -> None:
         "social": [],
         "via": "fetch",
     }
-    assert sites.methods("friendly-cli.test") == ["HEAD", "GET", "GET"]
-    assert sites.methods("dead-root-cli.test") == ["HEAD", "GET"]
+    # the project obeys robots.txt (one per site, first); the plugin's HEAD probe, then the pages
+    assert [r.path for r in sites.requests("friendly-cli.test")].count("/robots.txt") == 1
+    assert sites.requests("friendly-cli.test")[0].path == "/robots.txt"
+    assert pages_sent(sites, "friendly-cli.test") == ["HEAD", "GET", "GET"]
+    assert pages_sent(sites, "dead-root-cli.test") == ["HEAD", "GET"]
     assert "'domainstate/transition/unknown/dead': 1" in first.stderr
     # -a urls=: the same sites again; the dead one is skipped, nothing probed twice
     sites.reset_log()
     second = await deferToThread(scrapy_crawl, ["-a", f"urls={friendly},{dead}", "-O", str(out2)], store)
     assert second.returncode == 0, second.stderr
     assert len(out2.read_text().splitlines()) == 2
-    assert sites.methods("friendly-cli.test") == ["GET", "GET"]
-    assert sites.requests("dead-root-cli.test") == []
+    assert pages_sent(sites, "friendly-cli.test") == ["GET", "GET"]
+    assert sites.requests("dead-root-cli.test") == []  # not even its robots.txt
     assert "'domainstate/method/skip': 1" in second.stderr

@@ -99,22 +99,26 @@ async def test_first_crawl_learns_second_crawl_remembers(sites: Any, crawl_setti
     for host in ("cold.test", "dead-root.test", "refused.test"):
         assert sites.requests(host) == [], host
     skipped = [f for f in second.failures if isinstance(f.exception, IgnoreRequest)]
-    assert len(skipped) == 6 + 1 + 1 + 1 + 1  # cold x6, dead-root, nxdomain, refused, /missing
+    # cold x6, dead-root, nxdomain, refused, /missing, and cf-hard (no browser configured here)
+    assert len(skipped) == 6 + 1 + 1 + 1 + 1 + 1
     for failure in skipped:
         assert failure.domainstate["method"] == "skip"
-        assert failure.domainstate["state"] in ("cold", "dead")
+        assert failure.domainstate["state"] in ("cold", "dead", "antibot-hard")
     assert "domain cold.test is cold" in str(second.failures_for(sites.url("cold.test"))[0].exception)
     # Friendly: no HEAD, plain fetches only.
     assert sites.methods("friendly.test") == ["GET"] * 6
     for response in second.responses_for(sites.url("friendly.test")):
         assert response.domainstate["method"] == "fetch"
         assert response.domainstate["state"] == "friendly"
-    # Antibot-hard: routed to the browser (the browser meta is set), never a plain fetch.
-    hard = second.failures_for(sites.url("cf-hard.test")) or second.responses_for(sites.url("cf-hard.test"))
+    # Antibot-hard without a browser handler: skipped (a plain fetch cannot pass it), never fetched.
+    # (With a browser it goes there only: test_antibot_hard_goes_to_the_browser_only.)
+    hard = second.failures_for(sites.url("cf-hard.test"))
     assert len(hard) == 1
-    assert hard[0].meta.get("playwright") is True
-    assert hard[0].domainstate["method"] == "tab"
-    assert second.stats["domainstate/method/skip"] == 10
+    assert "playwright" not in hard[0].meta
+    assert hard[0].domainstate["method"] == "skip"
+    assert "no browser" in str(hard[0].exception)
+    assert sites.requests("cf-hard.test") == []
+    assert second.stats["domainstate/method/skip"] == 11
     assert second.stats.get("domainstate/method/head", 0) == 0
 
 
@@ -178,7 +182,11 @@ async def test_failures_are_classified(sites: Any, crawl_settings: Any, run_craw
     ]
     await run_crawl(settings, urls)
     assert states(settings, "slow.test")["slow.test"] is State.UNKNOWN  # timeouts are never dead
-    assert [e.outcome for e in record_of(settings, "slow.test").recent] == [Outcome.NETWORK_ERROR] * 2
+    # The HEAD (its own 15 s timeout) waited for the slow answer: no verdict. The GET timed out.
+    # (No browser here: not re-issued; a plain re-fetch is never recorded as a render.)
+    assert [(e.method, e.outcome) for e in record_of(settings, "slow.test").recent] == [
+        (Method.FETCH, Outcome.NETWORK_ERROR)
+    ]
     # AWS WAF answers its challenge with 202: antibot, never ok-empty.
     waf = record_of(settings, "aws-waf.test")
     assert waf.fetch_ok_empty == 0
@@ -478,12 +486,21 @@ async def test_copied_meta_does_not_record_twice(sites: Any, crawl_settings: Any
     assert result.stats["domainstate/outcome/ok-contact"] == 1
 
 
+def rendered_by_stand_in(response: Response) -> bool:
+    return bool(response.meta.get("ds_browser"))
+
+
 @pytest_twisted.ensureDeferred
 async def test_copied_reissue_meta_does_not_bypass_the_decision(
     sites: Any, crawl_settings: Any, run_crawl: Any
 ) -> None:
-    # A "browser" handler stand-in: the browser meta is harmless, the plain handler serves it.
-    settings = {**ds(crawl_settings), "DOMAINSTATE_BROWSER_META": {"ds_browser": True}}
+    # A "browser" handler stand-in: the browser meta is harmless, the plain handler serves it,
+    # and a render check of the user's own says what it "rendered".
+    settings = {
+        **ds(crawl_settings),
+        "DOMAINSTATE_BROWSER_META": {"ds_browser": True},
+        "DOMAINSTATE_BROWSER_RENDERED": "test_e2e.rendered_by_stand_in",
+    }
     await run_crawl(settings, [sites.url("dead-root.test")])
     assert states(settings, "dead-root.test")["dead-root.test"] is State.DEAD
     sites.reset_log()
@@ -553,7 +570,8 @@ async def test_default_crawl_logs_no_warning(sites: Any, crawl_settings: Any, ru
     caplog.set_level("INFO")
     await run_crawl(ds(crawl_settings), pages(sites, "friendly.test", 2))
     warnings = [r.getMessage() for r in caplog.records if r.levelname in ("WARNING", "ERROR", "CRITICAL")]
-    assert warnings == []
+    # only the one start-up warning of no-browser mode (no browser handler in these settings)
+    assert len(warnings) == 1 and warnings[0].startswith("scrapy-domainstate: no browser ("), warnings
 
 
 @pytest_twisted.ensureDeferred

@@ -33,7 +33,10 @@ from sites import (
     AWS_WAF,
     BINARY,
     CF_BLOCK,
+    CF_DELAYED,
     CF_HARD,
+    CF_INTERACTIVE,
+    CF_REDIRECT,
     CF_SOFT,
     CF_SOMETIMES,
     COLD,
@@ -284,6 +287,9 @@ EXPECTED_GET: dict[str, tuple[int, dict[str, str], list[bytes]]] = {
     JS_SHELL: (200, {}, [b"<div id=app></div><script>"]),
     HUGE: (200, {"content-type": "text/html; charset=utf-8"}, [b"mailto:info@huge.test"]),
     BINARY: (200, {"content-type": "application/octet-stream"}, []),
+    CF_DELAYED: (403, {"cf-mitigated": "challenge"}, [b"Just a moment...", b"addEventListener('load'"]),
+    CF_REDIRECT: (403, {"cf-mitigated": "challenge"}, [b"Just a moment...", b"__cf_chl_f_tk"]),
+    CF_INTERACTIVE: (403, {"cf-mitigated": "challenge"}, [b"Just a moment...", b"Verify you are human"]),
 }
 
 
@@ -299,7 +305,7 @@ async def test_every_kind_with_get(sites: SiteServer, crawl_settings: dict[str, 
         assert response.status == status, kind
         for name, value in headers.items():
             assert response.headers.get(name) == value.encode(), (kind, name)
-        if kind in (CF_SOFT, CF_SOMETIMES, CF_HARD, CF_BLOCK):
+        if kind in (CF_SOFT, CF_SOMETIMES, CF_HARD, CF_BLOCK, CF_DELAYED, CF_REDIRECT, CF_INTERACTIVE):
             assert response.headers.get("cf-ray"), kind
         for fragment in fragments:
             assert fragment in response.body, (kind, fragment)

@@ -1,4 +1,4 @@
-"""Tests of :mod:`scrapy_domainstate.keys` (SPEC section 4, "Domain keys")."""
+"""Tests of :mod:`scrapy_domainstate.keys` (docs/SPEC.md section 4, "Domain keys")."""
 
 from __future__ import annotations
 

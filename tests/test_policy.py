@@ -1,4 +1,4 @@
-"""The pure state machine against SPEC.md section 2, one test per table row and settled rule.
+"""The pure state machine against docs/SPEC.md section 2, one test per table row and settled rule.
 
 Every test moves a fake clock explicitly: nothing here reads the wall clock, and
 nothing touches Scrapy or the disk. A :class:`Sim` feeds observations to a
@@ -31,7 +31,7 @@ ANTIBOT = Outcome.ANTIBOT
 DEAD = Outcome.DEAD
 NO_VERDICT = Outcome.NO_VERDICT
 
-#: Hard-block verdict (SPEC section 2 "antibot-hard": cf-mitigated: block, error 1020, DataDome t=bv).
+#: Hard-block verdict (docs/SPEC.md section 2 "antibot-hard": cf-mitigated: block, error 1020, DataDome t=bv).
 BLOCK = "block:cloudflare:1020"
 
 
@@ -579,7 +579,7 @@ def test_expiry_walks_the_chain_when_read_long_after():
 
 
 def test_expiry_of_a_record_unread_for_many_periods_is_exact_and_fast():
-    """unknown -> unknown repeats every TTL: a record unread for a year is one cheap read (SPEC section 8)."""
+    """unknown -> unknown repeats every TTL: a record unread for a year is one cheap read (docs/SPEC.md section 8)."""
     policy = Policy(cfg(ttl={"unknown": 1}))
     stat = policy.new(DOMAIN, T0)
     now = T0 + 365 * DAY + 0.5

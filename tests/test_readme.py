@@ -69,3 +69,32 @@ def test_readme_quick_start_commands_exist() -> None:
     assert (ROOT / "scripts" / "demo.sh").exists()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "scripts/test.sh" in ci
+
+
+def test_settings_table_script_checks_and_writes(tmp_path: pathlib.Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "repo"
+    (copy / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "settings_table.py", copy / "scripts")
+    shutil.copytree(ROOT / "scrapy_domainstate", copy / "scrapy_domainstate")
+    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    table = _table_module()
+    stale = readme.replace(table.readme_block(readme), "``DOMAINSTATE_GONE``\n    *int*, default ``1``. Old.\n")
+    (copy / "README.rst").write_text(stale, encoding="utf-8")
+
+    def run(*args: str) -> int:
+        done = subprocess.run(
+            [sys.executable, str(copy / "scripts" / "settings_table.py"), *args],
+            check=False,
+            capture_output=True,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(copy)},
+        )
+        return done.returncode
+
+    assert run("--check") == 1
+    assert run("--write") == 0
+    assert run("--check") == 0
+    assert (copy / "README.rst").read_text(encoding="utf-8") == readme

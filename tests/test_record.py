@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
+import struct
+import zlib
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_domainstate.record import (
+    MAX_TIME,
     VERSION,
     DomainStat,
     Method,
@@ -26,8 +30,9 @@ from scrapy_domainstate.record import (
 T0 = 1_700_000_000.0
 U32 = 0xFFFFFFFF
 HEADER_SIZE = len(encode(DomainStat("")))
-#: Spec budget: a full record (20 entries) on disk.
-FULL_RECORD_BUDGET = 300
+#: Budget: a full record (20 entries) on disk: 300 bytes of fields, plus the 8 bytes of
+#: the version 3 integrity envelope (two CRC32s).
+FULL_RECORD_BUDGET = 300 + 8
 
 times = st.floats(min_value=0.0, max_value=4e9, allow_nan=False, allow_infinity=False)
 counters = st.integers(min_value=0, max_value=U32 + 1000)  # beyond u32: clamped
@@ -215,7 +220,7 @@ def test_trailing_bytes_raise() -> None:
         decode(data + b"\x00")
 
 
-@pytest.mark.parametrize("version", [VERSION - 1, VERSION + 1, 255])
+@pytest.mark.parametrize("version", [0, 1, VERSION + 1, 255])
 def test_version_mismatch_raises(version: int) -> None:
     data = bytearray(encode(_history(PROFILES["flaky"])))
     assert data[0] == VERSION
@@ -252,3 +257,101 @@ def test_copy_copies_every_field() -> None:
     copied = original.copy()
     assert copied == original
     assert copied.recent is not original.recent
+
+
+# ------------------------------------------------------- integrity (v3 envelope)
+
+
+def _as_v2(data: bytes) -> bytes:
+    """The version 2 form of a version 3 record: no checksums, version byte 2."""
+    return bytes((2,)) + data[1:_HEAD] + data[_HEAD + 8 :]
+
+
+_HEAD = struct.calcsize("<BBBH5I5d")
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_version_2_records_still_decode(profile: str) -> None:
+    stat = _history(PROFILES[profile])
+    old = _as_v2(encode(stat))
+    assert decode(old) == stat
+    assert decode_header(old) == decode_header(encode(stat))
+    assert encode(decode(old))[0] == VERSION == 3
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_every_flipped_bit_is_detected(profile: str) -> None:
+    data = encode(_history(PROFILES[profile]))
+    header_fields = decode_header(data)
+    for i in range(len(data) * 8):
+        flipped = bytearray(data)
+        flipped[i // 8] ^= 1 << (i % 8)
+        with pytest.raises(RecordError):
+            decode(bytes(flipped))
+        try:
+            fields = decode_header(bytes(flipped))
+        except RecordError:
+            continue
+        # The header path checks the header's own checksum: a flip it lets through is one
+        # outside the header (or the version byte turned 3 -> 2, same fields).
+        assert fields == header_fields, i
+
+
+@settings(max_examples=200, deadline=None)
+@given(stats(), st.data())
+def test_random_corruption_is_detected(stat: DomainStat, data: st.DataObject) -> None:
+    raw = bytearray(encode(stat))
+    # Distinct bytes (so two changes never cancel), never the version byte.
+    where = data.draw(st.lists(st.integers(min_value=1, max_value=len(raw) - 1), min_size=1, max_size=8, unique=True))
+    for at in where:
+        raw[at] ^= data.draw(st.integers(min_value=1, max_value=255))
+    with pytest.raises(RecordError):
+        decode(bytes(raw))
+
+
+BAD_TIMES = [math.nan, math.inf, -math.inf, -1.0, 1e300]
+
+
+@pytest.mark.parametrize("name", ["first_seen", "last_seen", "state_changed_at", "probed_at", "state_expires_at"])
+@pytest.mark.parametrize("value", BAD_TIMES)
+def test_time_not_finite_or_out_of_range_is_corrupt(name: str, value: float) -> None:
+    """A stored time that is NaN, infinite or out of range reads as corrupt (the store then
+    treats the domain as unknown), whether the checksums match (v3) or there are none (v2)."""
+    stat = _history(PROFILES["flaky"])
+    offset = _HEAD - 8 * (
+        5 - ("first_seen", "last_seen", "state_changed_at", "state_expires_at", "probed_at").index(name)
+    )
+    v2 = bytearray(_as_v2(encode(stat)))
+    struct.pack_into("<d", v2, offset, value)
+    if name == "state_expires_at" and math.isnan(value):
+        assert decode(bytes(v2)).state_expires_at is None  # NaN is "no TTL"
+        return
+    # v3 with checksums that match the bad value: what a writer with a broken clock would store.
+    head, body = bytes(v2[:_HEAD]), bytes(v2[_HEAD:])
+    head = bytes((3,)) + head[1:]
+    v3 = head + struct.pack("<II", zlib.crc32(head), zlib.crc32(body)) + body
+    for raw in (bytes(v2), v3):
+        with pytest.raises(RecordError, match="time"):
+            decode(raw)
+        with pytest.raises(RecordError, match="time"):
+            decode_header(raw)
+
+
+@pytest.mark.parametrize("name", ["first_seen", "last_seen", "state_changed_at", "probed_at"])
+@pytest.mark.parametrize("value", BAD_TIMES)
+def test_encoding_a_bad_time_raises_record_error(name: str, value: float) -> None:
+    stat = _history(PROFILES["flaky"])
+    setattr(stat, name, value)
+    with pytest.raises(RecordError):
+        encode(stat)
+
+
+def test_far_expiry_is_clamped_not_refused() -> None:
+    stat = _history(PROFILES["friendly"])
+    stat.state_expires_at = 1e300
+    assert decode(encode(stat)).state_expires_at == MAX_TIME
+    stat.state_expires_at = math.inf
+    assert decode(encode(stat)).state_expires_at == MAX_TIME
+    stat.state_expires_at = math.nan
+    with pytest.raises(RecordError):
+        encode(stat)

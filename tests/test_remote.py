@@ -681,3 +681,30 @@ async def test_a_crawl_is_as_fast_with_the_service_down(
     assert down < baseline + 1.5, (down, baseline)
     assert garbage < baseline + 1.5, (garbage, baseline)
     assert slow < baseline + TIMEOUT + 1.5, (slow, baseline)
+
+
+@pytest_twisted.ensureDeferred
+async def test_one_unrepresentable_entry_is_dropped_not_the_batch() -> None:
+    """Issue 13: a 400-digit number in one entry used to reject the whole batch and trip the breaker."""
+    now = time.time()
+    good = {"state": "dead", "consensus": 1.0, "reporters": 3, "agreeing": 3, "last_seen": now - 60, "expires_at": None}
+    answer = {
+        "domains": {
+            "good.example": good,
+            "huge.example": {**good, "last_seen": int("9" * 400)},
+            "wide.example": {**good, "reporters": int("9" * 400)},
+        }
+    }
+    server = FakeServer("respond", http_response(json.dumps(answer).encode()))
+    client = make_client(server.url, failure_threshold=1)
+    try:
+        batch = [client.lookup(d) for d in ("good.example", "huge.example", "wide.example")]
+        verdicts = [await d for d in batch]
+        assert verdicts[0] is not None and verdicts[0].state is State.DEAD and verdicts[0].agreeing == 3
+        assert verdicts[1:] == [None, None]
+        counters = client.counters()
+        assert (counters["invalid"], counters["errors"], counters["breaker_open"]) == (2, 0, 0)
+        assert client.breaker.state == "closed"
+    finally:
+        await client.close()
+        await server.stop()

@@ -41,12 +41,27 @@ TOKENS = {r: f"token-{r}-{'x' * 8}" for r in REPORTERS}
 class ServiceProcess:
     """``python -m scrapy_domainstate.service`` on 127.0.0.1, port chosen by the OS."""
 
-    def __init__(self, tmp: Path, tokens: dict[str, str], db: Path | None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        tokens: dict[str, str],
+        db: Path | None,
+        args: tuple[str, ...] = (),
+        nofile: int | None = None,
+    ) -> None:
         token_file = tmp / "tokens.txt"
         token_file.write_text("# reporter token\n" + "".join(f"{r} {t}\n" for r, t in tokens.items()))
+        token_file.chmod(0o600)
         cmd = [sys.executable, "-m", "scrapy_domainstate.service", "--port", "0", "--token-file", str(token_file)]
+        if nofile is not None:  # run under an open-file limit
+            start = (
+                "import resource, sys; from scrapy_domainstate.service import main; "
+                f"resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); sys.exit(main(sys.argv[1:]))"
+            )
+            cmd[1:3] = ["-c", start]
         if db is not None:
             cmd += ["--db", str(db)]
+        cmd += args
         self.stderr_path = tmp / f"service-{time.monotonic_ns()}.err"
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, cwd=str(tmp))
@@ -129,7 +144,13 @@ def lookup(service: ServiceProcess, reporter: str, *domains: str) -> dict[str, A
 
 def verdict(domain: str, entry: dict[str, Any]) -> RemoteVerdict:
     return RemoteVerdict(
-        domain, State(entry["state"]), entry["consensus"], entry["reporters"], entry["last_seen"], entry["expires_at"]
+        domain,
+        State(entry["state"]),
+        entry["consensus"],
+        entry["reporters"],
+        entry["last_seen"],
+        entry["expires_at"],
+        entry.get("agreeing"),
     )
 
 
@@ -330,10 +351,14 @@ def test_a_single_reporter_cannot_flip_a_domain(service: ServiceProcess) -> None
     assert entry["state"] == "friendly"
     assert entry["reporters"] == 4
     assert entry["consensus"] == 0.75
-    # and no crawler adopts anything from it: neither "dead" nor a weak "friendly"
+    # "dead" never wins, and the one dissenter cannot veto what three others agree on
+    # (issue 13: a single attacker's vote used to block the adoption of a unanimous verdict).
     config = Config()
-    assert adopt(None, verdict("victim.example", entry), config) is None
-    assert adopt(DomainStat("victim.example", State.UNKNOWN), verdict("victim.example", entry), config) is None
+    assert adopt(None, verdict("victim.example", entry), config) is State.FRIENDLY
+    assert (
+        adopt(DomainStat("victim.example", State.DEAD, last_seen=now - 3600), verdict("victim.example", entry), config)
+        is State.FRIENDLY
+    )
 
 
 def test_a_single_reporter_cannot_reach_adoption(service: ServiceProcess) -> None:
@@ -429,6 +454,7 @@ def test_votes_and_consensus_records_survive_a_restart(tmp_path: Path) -> None:
 def test_bad_token_file_fails_at_start(tmp_path: Path) -> None:
     bad = tmp_path / "tokens.txt"
     bad.write_text("r1 a b\n")
+    bad.chmod(0o600)
     proc = subprocess.run(
         [sys.executable, "-m", "scrapy_domainstate.service", "--port", "0", "--token-file", str(bad)],
         capture_output=True,
@@ -445,6 +471,7 @@ def test_bad_token_file_fails_at_start(tmp_path: Path) -> None:
 def test_load_tokens(tmp_path: Path) -> None:
     path = tmp_path / "t"
     path.write_text("# comment\n\nalice  tok-1\nbob tok-2\n")
+    path.chmod(0o600)
     assert load_tokens(str(path)) == {"tok-1": "alice", "tok-2": "bob"}
     path.write_text("alice tok-1\nbob tok-1\n")
     with pytest.raises(ConfigError, match="already given"):

@@ -94,11 +94,11 @@ DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
 # signal for the plugin, and retrying it at once only asks to be blocked.
 RETRY_TIMES = 1
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408]
-# robots.txt: Scrapy's project template obeys it. Off here for now: with ROBOTSTXT_OBEY = True
-# the plugin's HEAD probe of a new site waits for that site's robots.txt, whose download waits
-# for the probe, and the crawl hangs (to be fixed in scrapy_domainstate/manager.py; then turn
-# it back on).
-ROBOTSTXT_OBEY = False
+# robots.txt, as Scrapy's project template has it. The plugin sends no robots.txt request to
+# a site it skips (dead, cold, or antibot-hard without a browser), never counts a robots.txt
+# answer as evidence about the site, and turns an unreachable robots.txt into a quiet
+# IgnoreRequest instead of an ERROR with a traceback (the site's own requests say what is wrong).
+ROBOTSTXT_OBEY = True
 TELNETCONSOLE_ENABLED = False
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"

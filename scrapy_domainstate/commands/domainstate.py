@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import dataclasses
 import inspect
+import io
 import json
 import logging
 import math
@@ -30,6 +31,7 @@ from scrapy.commands import ScrapyCommand, ScrapyHelpFormatter
 from scrapy.exceptions import UsageError
 from scrapy.utils.misc import load_object
 
+from .._time import parse_duration
 from ..config import Config, ConfigError
 from ..csvio import COLUMNS, read_csv, write_csv
 from ..keys import domain_key
@@ -81,7 +83,6 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "token_file": ("--token-file", None),
     "db": ("--db", None),
 }
-_TTL_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}
 
 
 class _Failure(Exception):
@@ -216,21 +217,14 @@ def _parse_state(name: str) -> State:
 
 def _parse_ttl(text: str | None) -> float | None:
     """``None`` (option absent): the state's default (-1); ``none``: no TTL; ``90``, ``12h``, ``7d``: seconds."""
-    if text is None:
+    if text is None or text.strip().lower() == "default":
         return -1.0
-    value = text.strip().lower()
-    if value in ("none", "never", "inf", "infinite"):
-        return None
-    if value == "default":
-        return -1.0
-    scale = 1.0
-    if value[-1:] in _TTL_UNITS:
-        scale = _TTL_UNITS[value[-1]]
-        value = value[:-1]
-    try:
-        seconds = float(value) * scale
+    try:  # the same syntax as the duration settings (DOMAINSTATE_TTL)
+        seconds = parse_duration(text)
     except ValueError:
         seconds = math.nan
+    if seconds is None:
+        return None
     if not math.isfinite(seconds) or seconds <= 0:
         raise _Failure(
             2,
@@ -729,24 +723,33 @@ class Command(ScrapyCommand):
     def _import(self, args: list[str], opts: argparse.Namespace) -> None:
         source = args[0]
         config = self._config()
+        # Bytes that are not UTF-8 become lone surrogates, which read_csv reports by line.
+        now = time.time()
         try:
             with Progress(f"reading {source}") as progress:
                 if source == "-":
-                    records, errors = read_csv(sys.stdin, per_hostname=config.per_hostname, tick=progress.tick)
+                    text = io.TextIOWrapper(
+                        sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline=""
+                    )
+                    records, errors = read_csv(
+                        text, per_hostname=config.per_hostname, tick=progress.tick, now=now, ttl=config.ttl
+                    )
                 else:
-                    with open(source, encoding="utf-8-sig", newline="") as fh:
-                        records, errors = read_csv(fh, per_hostname=config.per_hostname, tick=progress.tick)
+                    with open(source, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
+                        records, errors = read_csv(
+                            fh, per_hostname=config.per_hostname, tick=progress.tick, now=now, ttl=config.ttl
+                        )
         except OSError as exc:
             raise _Failure(1, f"cannot read {source}: {exc}") from None
-        except UnicodeDecodeError as exc:
-            raise _Failure(1, f"{source} is not UTF-8 text: {exc}") from None
         if errors:
             shown = errors[:100]
             for err in shown:
                 print(f"{source}: {err}", file=sys.stderr)
             if len(errors) > len(shown):
-                print(f"{source}: ... and {len(errors) - len(shown):,} more bad rows", file=sys.stderr)
-            raise _Failure(1, f"{len(errors):,} bad rows in {source}: nothing imported")
+                more = len(errors) - len(shown)
+                print(f"{source}: ... and {more:,} more bad row{'' if more == 1 else 's'}", file=sys.stderr)
+            bad = len(errors)
+            raise _Failure(1, f"{bad:,} bad row{'' if bad == 1 else 's'} in {source}: nothing imported")
         if not records:
             print(f"{source}: no rows, nothing imported")
             return
@@ -810,6 +813,6 @@ class Command(ScrapyCommand):
 
         tokens = load_tokens(opts.token_file)  # ConfigError -> exit 2
         try:
-            serve(port=opts.port, host=opts.host, tokens=tokens, db_path=opts.db)
+            serve(port=opts.port, host=opts.host, tokens=tokens, db_path=opts.db, config=self._config())
         except (CannotListenError, OSError) as exc:
             raise _Failure(1, str(exc)) from None

@@ -48,6 +48,8 @@ class DomainStore(ABC):
         self.corrupt_records = 0
         self._warned_corrupt = False
         self.evicted = 0
+        #: Buffered outcomes dropped because the backend kept failing (see _trim_buffer).
+        self.dropped = 0
 
     # ------------------------------------------------- construction hooks
 
@@ -209,6 +211,38 @@ class DomainStore(ABC):
         stat = self.policy.set_state(self.current(domain, now), state, now, ttl)
         self.put(stat)
         return stat
+
+    #: Buffered outcomes kept while the backend fails; the oldest beyond it are dropped.
+    max_buffered = 100_000
+
+    def _trim_buffer(self) -> None:
+        """Drop the oldest buffered outcomes (first-buffered domains first) down to 90 % of
+        :attr:`max_buffered`; counted in ``dropped``, with a warning."""
+        target = int(self.max_buffered * 0.9)
+        excess = self._n_pending - target
+        if excess <= 0:
+            return
+        dropped = 0
+        for domain in list(self._pending):
+            entries = self._pending[domain]
+            k = min(len(entries), excess - dropped)
+            if k == len(entries):
+                del self._pending[domain]
+                self._view.pop(domain, None)
+            else:
+                del entries[:k]
+            dropped += k
+            if dropped >= excess:
+                break
+        self._n_pending -= dropped
+        self.dropped += dropped
+        logger.warning(
+            "domainstate: %s failing and %d outcomes buffered: dropped the %d oldest (%d dropped in total)",
+            self.describe(),
+            self._n_pending + dropped,
+            dropped,
+            self.dropped,
+        )
 
     def _discard_pending(self, domain: str) -> None:
         self._n_pending -= len(self._pending.pop(domain, ()))

@@ -50,9 +50,20 @@ from typing import Any, TypeVar
 
 import lmdb
 
+from .._breaker import CircuitBreaker
 from ..config import Config
 from ..policy import Decision, Policy, Transition
-from ..record import DomainStat, RecentEntry, RecordError, State, decode, decode_header, encode
+from ..record import (
+    DomainStat,
+    RecentEntry,
+    RecordError,
+    State,
+    decode,
+    decode_header,
+    encode,
+    encode_spliced,
+    kept_entries,
+)
 from .base import DomainStore, StoreError, apply_entries
 
 __all__ = ["LmdbStore"]
@@ -151,7 +162,15 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
             create=not readonly,
         )
     except lmdb.Error as exc:
-        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
+        raise StoreError(
+            f"cannot open the LMDB environment at {path}: {exc}. If {os.path.join(path, 'data.mdb')} is damaged, "
+            "move the directory away (the store then starts empty) or restore it from a backup"
+        ) from exc
+    try:
+        _check_size(env, path)
+    except StoreError:
+        env.close()
+        raise
     try:
         # Free the reader slots of processes that died (kill -9) holding one.
         env.reader_check()
@@ -174,6 +193,26 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
         raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
     shared.env, shared.readonly = env, readonly
     shared.records, shared.lru, shared.urls = dbs
+
+
+def _check_size(env: Any, path: str) -> None:
+    """Refuse a data file shorter than the pages its last commit uses.
+
+    LMDB maps the file: reading a page past the end of a truncated file kills the
+    process with SIGBUS, so the size is checked before any page is touched (the two
+    meta pages, which ``lmdb.open`` read, say how many pages the data uses).
+    """
+    data = os.path.join(path, "data.mdb")
+    try:
+        size = os.stat(data).st_size
+        needed = (int(env.info()["last_pgno"]) + 1) * int(env.stat()["psize"])
+    except (OSError, lmdb.Error) as exc:
+        raise StoreError(f"cannot check the LMDB data file {data}: {exc}") from exc
+    if size < needed:
+        raise StoreError(
+            f"the LMDB data file {data} is truncated: {size:,} bytes, its last commit needs {needed:,}. "
+            f"Move {path} away (the store then starts empty) or restore it from a backup"
+        )
 
 
 def _acquire(path: str, map_size: int, readonly: bool) -> _Shared:
@@ -234,6 +273,10 @@ def _release(shared: _Shared) -> None:
 # ------------------------------------------------------------------ store
 
 
+class WriteFailed(StoreError):
+    """LMDB refused a write transaction (full disk, I/O error): the breaker's business."""
+
+
 class LmdbStore(DomainStore):
     """Domain records in a local LMDB environment (the default store).
 
@@ -242,6 +285,12 @@ class LmdbStore(DomainStore):
     """
 
     name = "lmdb"
+
+    #: Seconds flushes wait after a failed write (doubling while it keeps failing, up to the max).
+    breaker_seconds = 1.0
+    breaker_max_seconds = 30.0
+    #: URL dead marks kept while writes fail.
+    max_buffered_urls = 10_000
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None, *, readonly: bool = False) -> None:
         super().__init__(config, policy)
@@ -257,9 +306,19 @@ class LmdbStore(DomainStore):
         self._known: dict[str, tuple[bytes | None, DomainStat | None, bytes | None]] = {}
         self._known_max = max(KNOWN_RECORDS, 2 * self.config.flush_size)
         self._warned_key = False
+        #: After a failed write (full disk...), flushes wait: 1 s, doubling to 30 s.
+        self.breaker = CircuitBreaker(1, self.breaker_seconds, max_cooldown=self.breaker_max_seconds)
+        self._outage = False
+        self._auto_flush = False
+        #: Failed writes; flushes skipped while the breaker was open.
+        self.errors = 0
+        self.short_circuits = 0
         #: Times this store doubled the map / adopted a map grown by another process.
         self.map_growths = 0
         self.map_adoptions = 0
+        #: Malformed LRU-index entries dropped; times the index was rebuilt.
+        self.index_repaired = 0
+        self.index_rebuilds = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -293,7 +352,14 @@ class LmdbStore(DomainStore):
             return
         try:
             if shared.pid == _PROC.pid and not self.readonly:
-                self.flush()
+                try:
+                    self.flush(force=True)
+                except StoreError as exc:
+                    lost = self._n_pending + len(self._url_pending)
+                    logger.error(
+                        "domainstate: closing %s with %d buffered outcomes not written: %s", self.describe(), lost, exc
+                    )
+                    raise StoreError(f"{exc} ({lost} buffered outcomes were not written)") from exc
         finally:
             self._shared = None
             self._known.clear()
@@ -364,23 +430,26 @@ class LmdbStore(DomainStore):
             except lmdb.MapFullError as exc:
                 growths += 1
                 if growths > MAX_GROWTHS:
-                    raise StoreError(
+                    raise WriteFailed(
                         f"{self.describe()}: the map is still full after {MAX_GROWTHS} doublings"
                     ) from None
-                self._recover(shared, exc)
+                try:
+                    self._recover(shared, exc)
+                except StoreError as err:  # growing the file failed: the disk is full
+                    raise WriteFailed(str(err)) from err
             except (lmdb.MapResizedError, lmdb.ReadersFullError) as exc:
                 retries += 1
                 if retries > MAX_RETRIES:
-                    raise StoreError(f"{self.describe()}: {exc}") from exc
+                    raise WriteFailed(f"{self.describe()}: {exc}") from exc
                 self._recover(shared, exc)
             except lmdb.Error as exc:
-                raise StoreError(f"{self.describe()}: {exc}") from exc
+                raise WriteFailed(f"{self.describe()}: {exc}") from exc
 
     def _grow(self, shared: _Shared) -> None:
         """Double the map, unless another process grew it meanwhile; one process at a time."""
         env = shared.env
         before = env.info()["map_size"]
-        fd = os.open(shared.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(shared.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -547,19 +616,96 @@ class LmdbStore(DomainStore):
     # ------------------------------------------------------------ writing
 
     def record(self, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
+        """As :meth:`DomainStore.record`; a flush it triggers never raises (while writes fail,
+        outcomes stay buffered, at most :attr:`max_buffered`)."""
         if self._shared is not None and self._shared.pid != _PROC.pid:
             self._forget_parent()
-        return super().record(domain, entry)
+        self._auto_flush = True
+        try:
+            result = super().record(domain, entry)
+        finally:
+            self._auto_flush = False
+        if self._n_pending > self.max_buffered:
+            self._trim_buffer()
+        return result
 
     def mark_url_dead(self, fingerprint: str, until: float) -> None:
         """Buffered: written with the next batch (or at close)."""
-        self._url_pending[fingerprint] = until
-        if len(self._url_pending) >= self.config.flush_size:
-            self.flush()
+        pending = self._url_pending
+        pending[fingerprint] = until
+        while len(pending) > self.max_buffered_urls:
+            del pending[next(iter(pending))]
+            self.dropped += 1
+        if len(pending) >= self.config.flush_size:
+            self._auto_flush = True
+            try:
+                self.flush()
+            finally:
+                self._auto_flush = False
 
-    def flush(self) -> int:
+    def flush(self, force: bool = False) -> int:
+        """Write the buffered outcomes in one transaction.
+
+        After a failed write the breaker holds further attempts off (1 s, doubling up to
+        30 s) so a full disk costs no time per outcome; meanwhile this raises
+        :class:`StoreError` (the outcomes stay buffered), or returns 0 when called by
+        :meth:`record`. ``force`` tries once anyway (``close``).
+        """
         if self._shared is not None and self._shared.pid != _PROC.pid:
             self._forget_parent()
+        if not (self._pending or self._url_pending):
+            return 0
+        breaker = self.breaker
+        if not force and not breaker.allow():
+            self.short_circuits += 1
+            if self._auto_flush:
+                return 0
+            raise StoreError(
+                f"{self.describe()}: writes are failing; {self._n_pending} outcomes stay buffered "
+                f"(next attempt within {breaker.remaining():.1f} s)"
+            )
+        breaker.started()
+        try:
+            n = self._flush_now()
+        except WriteFailed as exc:
+            self._write_failed(exc)
+            if self._auto_flush:
+                return 0
+            raise
+        if self._outage or breaker.state != CircuitBreaker.CLOSED:
+            breaker.success()
+            if self._outage:
+                self._outage = False
+                logger.info(
+                    "domainstate: %s writable again (%d failed writes, %d outcomes dropped so far)",
+                    self.describe(),
+                    self.errors,
+                    self.dropped,
+                )
+        return n
+
+    def _write_failed(self, exc: StoreError) -> None:
+        self.errors += 1
+        self.breaker.failure(hard=True)
+        if self._n_pending > self.max_buffered:
+            self._trim_buffer()
+        if not self._outage:
+            self._outage = True
+            logger.warning(
+                "domainstate: writing to %s failed: %s. Outcomes stay buffered (%d now, at most %d); "
+                "retrying after %.1f s, then less and less often (up to every %.0f s)",
+                self.describe(),
+                str(exc).rstrip("."),
+                self._n_pending,
+                self.max_buffered,
+                self.breaker.cooldown,
+                self.breaker.max_cooldown,
+                exc_info=exc,
+            )
+        else:
+            logger.debug("domainstate: %s still failing: %s", self.describe(), exc)
+
+    def _flush_now(self) -> int:
         if self._url_pending and not self._pending:
             urls = dict(self._url_pending)
             self._write(lambda txn, sh: self._put_urls(txn, sh, urls))
@@ -580,48 +726,42 @@ class LmdbStore(DomainStore):
                 txn.put(key, _F64.pack(until), db=sh.urls)
 
     def _write_batch(self, batch: dict[str, list[RecentEntry]]) -> dict[str, DomainStat]:
-        policy = self.policy
         view = self._view
         known_records = self._known
         urls = dict(self._url_pending)
-        keys = {domain: self._key(domain) for domain in batch}
+        # In key order: neighbouring records share B-tree pages, so a batch touches (and
+        # copies on write) fewer pages than in arrival order.
+        keyed = sorted((key, domain) for domain in batch if (key := self._key(domain)) is not None)
         corrupt: list[tuple[str, RecordError]] = []
         written: list[tuple[str, bytes, DomainStat, bytes]] = []
 
         def work(txn: Any, sh: _Shared) -> tuple[dict[str, DomainStat], int]:
             corrupt.clear()
             written.clear()
-            records, lru = sh.records, sh.lru
+            records = sh.records
             out: dict[str, DomainStat] = {}
-            for domain, entries in batch.items():
-                key = keys[domain]
-                if key is None:
-                    continue
+            lru_moves: list[tuple[bytes | None, bytes]] = []
+            for key, domain in keyed:
                 raw = txn.get(key, db=records)
                 known = known_records.get(domain)
                 if known is not None and known[0] == raw and domain in view and (raw is None or known[2]):
                     # Nobody wrote this record since this process read it: the
                     # entries re-applied to it give exactly this process's view.
-                    new, old_lru = view[domain], known[2]
+                    new, old_lru, old = view[domain], known[2], known[1]
                 else:
-                    old: DomainStat | None = None
-                    old_lru = None
-                    if raw is not None:
-                        try:
-                            old = decode(raw)
-                            old_lru = _lru_key(old.last_seen, key)
-                        except RecordError as exc:
-                            corrupt.append((domain, exc))
-                    new = apply_entries(policy, old, domain, entries)
-                data = encode(new)
+                    new, old, old_lru = self._reapply(domain, key, raw, batch[domain], corrupt)
+                try:
+                    data = self._encode_over(new, raw, old)
+                except RecordError as exc:  # a time no record can hold: drop this domain's outcomes
+                    corrupt.append((domain, exc))
+                    continue
                 txn.put(key, data, db=records)
                 new_lru = _lru_key(new.last_seen, key)
                 if old_lru != new_lru:
-                    if old_lru is not None:
-                        txn.delete(old_lru, db=lru)
-                    txn.put(new_lru, b"", db=lru)
+                    lru_moves.append((old_lru, new_lru))
                 out[domain] = new
                 written.append((domain, data, new, new_lru))
+            self._move_lru(txn, sh, lru_moves)
             evicted = self._evict(txn, sh)
             self._put_urls(txn, sh, urls)
             return out, evicted
@@ -635,18 +775,71 @@ class LmdbStore(DomainStore):
         self._forget_written_urls(urls)
         return out
 
+    def _reapply(
+        self, domain: str, key: bytes, raw: bytes | None, entries: list[RecentEntry], corrupt: list[Any]
+    ) -> tuple[DomainStat, DomainStat | None, bytes | None]:
+        """The buffered entries applied to the record as stored now: ``(new, old, old_lru)``."""
+        old: DomainStat | None = None
+        old_lru = None
+        if raw is not None:
+            try:
+                old = decode(raw)
+                old_lru = _lru_key(old.last_seen, key)
+            except RecordError as exc:
+                corrupt.append((domain, exc))
+        return apply_entries(self.policy, old, domain, entries), old, old_lru
+
+    @staticmethod
+    def _encode_over(new: DomainStat, raw: bytes | None, old: DomainStat | None) -> bytes:
+        """``encode(new)``; when ``new`` extends ``old`` (stored as ``raw``), its kept
+        entries are copied from ``raw`` instead of packed again."""
+        if raw is None or old is None:
+            return encode(new)
+        return encode_spliced(new, raw, kept_entries(old.recent, new.recent))
+
+    @staticmethod
+    def _move_lru(txn: Any, sh: _Shared, moves: list[tuple[bytes | None, bytes]]) -> None:
+        """Rewrite the LRU index entries of the records just written, deletions then
+        insertions, each in key order (the new entries all sort near the end)."""
+        lru = sh.lru
+        for old_lru in sorted(m[0] for m in moves if m[0] is not None):
+            txn.delete(old_lru, db=lru)
+        for _, new_lru in sorted(moves, key=lambda m: m[1]):
+            txn.put(new_lru, b"", db=lru)
+
     def _evict(self, txn: Any, sh: _Shared) -> int:
-        """Drop the least recently seen records while there are too many."""
+        """Drop the least recently seen records while there are too many.
+
+        A malformed index entry (not 8 bytes + a storable key) is dropped; when one is
+        found, or the index runs out before enough records were evicted (records without
+        an entry), the index is rebuilt from the records in the same transaction.
+        """
         n = txn.stat(sh.records)["entries"]
         extra = n - self.config.max_domains
         if extra <= 0:
             return 0
         evicted = 0
+        rebuilt = False
+        if txn.stat(sh.lru)["entries"] < n:  # records without an entry: it would evict the wrong ones
+            rebuilt = self._rebuild_index(txn, sh)
         cur = txn.cursor(db=sh.lru)
-        while extra > 0 and cur.first():
+        while extra > 0:
+            if not cur.first():
+                if rebuilt or not self._rebuild_index(txn, sh):
+                    break
+                rebuilt = True
+                cur = txn.cursor(db=sh.lru)
+                continue
             lru_key = cur.key()
             key = lru_key[8:]
             cur.delete()
+            if not key or len(key) > MAX_KEY:
+                self.index_repaired += 1
+                if not rebuilt:
+                    rebuilt = True
+                    self._rebuild_index(txn, sh)
+                    cur = txn.cursor(db=sh.lru)
+                continue
             raw = txn.get(key, db=sh.records)
             if raw is None:
                 continue  # a stale index entry
@@ -660,6 +853,23 @@ class LmdbStore(DomainStore):
             extra -= 1
             evicted += 1
         return evicted
+
+    def _rebuild_index(self, txn: Any, sh: _Shared) -> bool:
+        """Rewrite the LRU index from the records (corrupt ones sort first). ``False`` when
+        there is nothing to index."""
+        logger.warning("domainstate: rebuilding the LRU index of %s (it was damaged or incomplete)", self.describe())
+        txn.drop(sh.lru, delete=False)
+        cur = txn.cursor(db=sh.records)
+        any_record = False
+        for key, raw in cur.iternext():
+            any_record = True
+            try:
+                seen = decode(raw).last_seen
+            except RecordError:
+                seen = 0.0
+            txn.put(_lru_key(seen, key), b"", db=sh.lru)
+        self.index_rebuilds += 1
+        return any_record
 
     def _put(self, stat: DomainStat) -> None:
         key = self._key(stat.domain)

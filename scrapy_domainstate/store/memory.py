@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from ..record import DomainStat, RecentEntry
 from .base import DomainStore, apply_entries
@@ -13,7 +14,7 @@ __all__ = ["MemoryStore"]
 class MemoryStore(DomainStore):
     name = "memory"
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._records: dict[str, DomainStat] = {}
         self._urls: dict[str, float] = {}

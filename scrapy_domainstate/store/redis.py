@@ -76,6 +76,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis store needs redis-py: pip install 'scrapy-domainstate[redis]'") from exc
 
+from .._breaker import CircuitBreaker
 from ..config import Config, ConfigError
 from ..policy import EXPIRES_TO, Decision, Policy, Transition
 from ..record import DomainStat, RecentEntry, RecordError, State, decode, decode_header, encode
@@ -181,8 +182,8 @@ class RedisStore(DomainStore):
         self._cluster = False
         self._per_domain = False
         self._evict_script: Any = None
-        # Circuit breaker and degradation counters.
-        self._down_until = 0.0
+        # Circuit breaker (a fixed wait of breaker_seconds after any failure) and counters.
+        self.breaker = CircuitBreaker(1, self.breaker_seconds, max_cooldown=self.breaker_seconds)
         self._outage = False
         self.errors = 0
         self.dropped = 0
@@ -227,7 +228,7 @@ class RedisStore(DomainStore):
             "retry": Retry(NoBackoff(), 0),
         }
         try:
-            client = redis.Redis.from_url(url, **kwargs)
+            client: redis.Redis | redis.RedisCluster = redis.Redis.from_url(url, **kwargs)
         except ValueError as exc:
             raise ConfigError(f"DOMAINSTATE_REDIS_URL {masked!r} is not a valid Redis URL: {exc}") from None
         cluster = self._cluster_wanted
@@ -250,7 +251,8 @@ class RedisStore(DomainStore):
         self._cluster = bool(cluster)
         self._per_domain = self._cluster and not _has_hash_tag(self.prefix)
         self._evict_script = None if self._cluster else client.register_script(_EVICT_LUA)
-        self._down_until, self._outage = 0.0, False
+        self.breaker.reset()
+        self._outage = False
         logger.info(
             "domainstate: Redis store at %s (prefix %r%s)",
             masked,
@@ -307,12 +309,25 @@ class RedisStore(DomainStore):
 
     # ------------------------------------------------------ circuit breaker
 
+    @property
+    def _down_until(self) -> float:
+        """When the breaker's wait ends (monotonic clock; 0: closed). Setting 0 closes it."""
+        return self.breaker.open_until()
+
+    @_down_until.setter
+    def _down_until(self, value: float) -> None:
+        if not value:
+            self.breaker.reset()
+
     def _available(self) -> bool:
-        return not self._down_until or time.monotonic() >= self._down_until
+        return self.breaker.allow()
 
     def _failed(self, exc: BaseException, what: str) -> None:
         self.errors += 1
-        self._down_until = time.monotonic() + self.breaker_seconds
+        breaker = self.breaker
+        # breaker_seconds may be changed on the instance: a fixed wait, never doubled.
+        breaker.base_cooldown = breaker.cooldown = breaker.max_cooldown = self.breaker_seconds
+        breaker.failure(hard=True)
         if not self._outage:
             self._outage = True
             logger.warning(
@@ -337,14 +352,14 @@ class RedisStore(DomainStore):
                 self.errors,
                 self._n_pending,
             )
-        self._down_until = 0.0
+        self.breaker.success()
 
     # -------------------------------------------------------------- reading
 
     def _read(self, key: str) -> bytes | None:
         """GET on the hot path: ``None`` when missing, unreachable or short-circuited."""
         client = self._require()
-        if self._down_until and time.monotonic() < self._down_until:
+        if not self.breaker.allow():
             self.short_circuits += 1
             return None
         try:
@@ -357,7 +372,7 @@ class RedisStore(DomainStore):
         except RedisError as exc:
             self._failed(exc, "read")
             return None
-        if self._outage or self._down_until:
+        if self._outage or self.breaker.state != CircuitBreaker.CLOSED:
             self._recovered()
         return raw
 
@@ -512,35 +527,6 @@ class RedisStore(DomainStore):
             if domain not in self._pending:
                 self._view.pop(domain, None)
         return n
-
-    def _trim_buffer(self) -> None:
-        """Drop the oldest buffered outcomes (first-buffered domains first) down to 90 % of the cap."""
-        target = int(self.max_buffered * 0.9)
-        excess = self._n_pending - target
-        if excess <= 0:
-            return
-        dropped = 0
-        for domain in list(self._pending):
-            entries = self._pending[domain]
-            k = min(len(entries), excess - dropped)
-            if k == len(entries):
-                del self._pending[domain]
-                self._view.pop(domain, None)
-            else:
-                del entries[:k]
-            dropped += k
-            if dropped >= excess:
-                break
-        self._n_pending -= dropped
-        self.dropped += dropped
-        logger.warning(
-            "domainstate: Redis store %s unreachable and %d outcomes buffered: dropped the %d oldest "
-            "(%d dropped in total)",
-            self.describe(),
-            self._n_pending + dropped,
-            dropped,
-            self.dropped,
-        )
 
     def _resolve_unconfirmed(self) -> None:
         """Find out whether transactions whose EXEC reply was lost ran; drop their entries if so."""

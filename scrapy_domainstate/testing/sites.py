@@ -41,6 +41,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from OpenSSL import SSL
 from twisted.internet.interfaces import IOpenSSLServerConnectionCreator, IPullProducer
+from twisted.web import http
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 from zope.interface import implementer
@@ -68,6 +69,9 @@ JS_SHELL = "js-shell"
 HUGE = "huge"
 BINARY = "binary"
 REDIRECT = "redirect"
+CF_DELAYED = "cf-delayed"
+CF_REDIRECT = "cf-redirect"
+CF_INTERACTIVE = "cf-interactive"
 
 #: kind -> what it does (also the documentation of the kinds)
 KINDS: dict[str, str] = {
@@ -97,9 +101,29 @@ KINDS: dict[str, str] = {
     BINARY: "200 application/octet-stream, 64 KiB of random bytes; /logo.png is a PNG",
     REDIRECT: "301 from every path to the same path on option target (default: the friendly host "
     "friendly-redirected.test, same port)",
+    CF_DELAYED: "cf-soft's managed challenge, but its JS waits for the load event, then option delay=0.3 "
+    "seconds more, before it sets the ds_clear cookie and reloads (as real challenges do, after load)",
+    CF_REDIRECT: "cf-soft's managed challenge whose JS, option delay=0.3 seconds after load, POSTs its answer "
+    "to /?__cf_chl_f_tk=...; the server answers 302 back to the page with Set-Cookie: ds_clear",
+    CF_INTERACTIVE: "403 Cloudflare interactive challenge (cf-mitigated: challenge, 'Just a moment...', a "
+    "Turnstile 'Verify you are human' widget) that waits for a human: no browser passes it",
 }
 
-ANTIBOT_KINDS = frozenset({CF_SOFT, CF_SOMETIMES, CF_HARD, CF_BLOCK, AWS_WAF, DATADOME, DATADOME_BAN, RATE_LIMITED})
+ANTIBOT_KINDS = frozenset(
+    {
+        CF_SOFT,
+        CF_SOMETIMES,
+        CF_HARD,
+        CF_BLOCK,
+        AWS_WAF,
+        DATADOME,
+        DATADOME_BAN,
+        RATE_LIMITED,
+        CF_DELAYED,
+        CF_REDIRECT,
+        CF_INTERACTIVE,
+    }
+)
 
 #: option defaults per kind; override with ``server.set_kind(host, kind, **options)``
 DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
@@ -108,6 +132,8 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     SLOW: {"delay": 3.0},
     HUGE: {"size": 20 * 1024 * 1024},
     REDIRECT: {"target": None},  # None: http://friendly-redirected.test:<port>
+    CF_DELAYED: {"delay": 0.3},
+    CF_REDIRECT: {"delay": 0.3},
 }
 
 PAGES = ("/", "/page1", "/page2", "/contact")
@@ -388,16 +414,16 @@ class _VHostResource(Resource):
 
     def __init__(self, server: SiteServer):
         super().__init__()
-        self.server = server
+        self.site_server = server  # not ``server``: Resource has an attribute of that name
 
     def render(self, request: Request) -> bytes | int:
-        return self.server._handle(request)
+        return self.site_server._handle(request)
 
 
 class _QuietSite(Site):
     noisy = False
 
-    def log(self, request: Request) -> None:  # no access log: the server keeps its own
+    def log(self, request: http.Request) -> None:  # no access log: the server keeps its own
         pass
 
 
@@ -441,6 +467,9 @@ class SiteServer:
             HUGE: self._huge,
             BINARY: self._binary_body,
             REDIRECT: self._redirect,
+            CF_DELAYED: self._cf_delayed,
+            CF_REDIRECT: self._cf_redirect,
+            CF_INTERACTIVE: self._cf_interactive,
         }
         assert set(self._handlers) == set(KINDS)
 
@@ -738,7 +767,14 @@ class SiteServer:
             "})();</script>"
         )
 
-    def _cf_challenge(self, request: Request, host: str) -> bytes:
+    def _cf_challenge(self, request: Request, host: str, script: str | None = None) -> bytes:
+        """Cloudflare's managed challenge page; ``script`` replaces the default one (which passes
+        before ``load``, held back by the slow async asset)."""
+        if script is None:
+            script = (
+                f"{self._challenge_script(host)}\n"
+                '<script src="/cdn-cgi/challenge-platform/h/g/orchestrate/chl_page/v1?ray=0" async></script>'
+            )
         body = _html(
             "Just a moment...",
             '<div class="main-wrapper" role="main"><div class="main-content">'
@@ -746,11 +782,62 @@ class SiteServer:
             '<h2 class="h2" id="challenge-running">Checking if the site connection is secure</h2>'
             '<noscript><div class="h2"><span id="challenge-error-text">Enable JavaScript and cookies to '
             "continue</span></div></noscript></div></div>\n"
-            f"{self._challenge_script(host)}\n"
-            '<script src="/cdn-cgi/challenge-platform/h/g/orchestrate/chl_page/v1?ray=0" async></script>',
+            f"{script}",
         )
         headers = self._cf_headers(host, {b"cf-mitigated": b"challenge"})
         return self._respond(request, 403, body, headers=headers)
+
+    def _after_load(self, host: str, delay: float, action: str) -> str:
+        """A challenge script that runs ``action`` ``delay`` seconds after the page's ``load`` event."""
+        a, b, c = self._challenge_numbers(host)
+        return (
+            "<script>(function(){\n"
+            f"  window._cf_chl_opt={{cvId:'3',cZone:'{host}',cType:'managed',cH:'{a}.{b}.{c}'}};\n"
+            "  window.addEventListener('load', function(){ setTimeout(function(){\n"
+            "    var p=window._cf_chl_opt.cH.split('.').map(Number), answer=p[0]*p[1]+p[2];\n"
+            f"    {action}\n"
+            f"  }}, {int(delay * 1000)}); }});\n"
+            "})();</script>"
+        )
+
+    def _cf_delayed(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+        if self._cleared(request, host):
+            return self._page(request, host, path, friendly_page)
+        action = f"document.cookie='{CLEARANCE_COOKIE}='+answer+'; path=/; SameSite=Lax'; location.reload();"
+        return self._cf_challenge(request, host, self._after_load(host, float(options["delay"]), action))
+
+    def _cf_redirect(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+        answer = (request.args.get(b"__cf_chl_f_tk") or [b""])[0].decode("ascii", "replace")
+        if request.method == b"POST" and answer:
+            back = (request.args.get(b"r") or [b"/"])[0].decode("latin-1")
+            if answer != self.challenge_token(host) or not back.startswith("/"):
+                return self._cf_challenge(request, host)
+            return self._respond(
+                request,
+                302,
+                headers={
+                    b"location": back.encode("latin-1"),
+                    b"set-cookie": f"{CLEARANCE_COOKIE}={answer}; Path=/; SameSite=Lax".encode(),
+                    **self._cf_headers(host),
+                },
+            )
+        if self._cleared(request, host):
+            return self._page(request, host, path, friendly_page)
+        action = (
+            "var f=document.createElement('form'); f.method='POST';\n"
+            "    f.action='/?__cf_chl_f_tk='+answer+'&r='+encodeURIComponent(location.pathname);\n"
+            "    document.body.appendChild(f); f.submit();"
+        )
+        return self._cf_challenge(request, host, self._after_load(host, float(options["delay"]), action))
+
+    def _cf_interactive(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+        script = (
+            f"<script>window._cf_chl_opt={{cvId:'3',cZone:'{host}',cType:'interactive'}};</script>\n"
+            '<div class="cf-turnstile" data-sitekey="0x4AAAAAAADnPIDROrmt1Wwj"><label>'
+            '<input type="checkbox"> Verify you are human</label></div>\n'
+            "<script>document.querySelector('input').addEventListener('change', function(){});</script>"
+        )
+        return self._cf_challenge(request, host, script)
 
     def _challenge_asset(self, request: Request) -> bytes | int | None:
         """The challenge's async script; answered after CHALLENGE_ASSET_DELAY seconds so that the
@@ -761,7 +848,7 @@ class SiteServer:
         self._respond(request, 200, content_type=b"application/javascript")
         return self._later(request, CHALLENGE_ASSET_DELAY, lambda: b"/* challenge platform */\n")
 
-    def _cf_soft(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+    def _cf_soft(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes | int:
         asset = self._challenge_asset(request)
         if asset is not None:
             return asset
@@ -769,7 +856,7 @@ class SiteServer:
             return self._page(request, host, path, friendly_page)
         return self._cf_challenge(request, host)
 
-    def _cf_sometimes(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+    def _cf_sometimes(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes | int:
         asset = self._challenge_asset(request)
         if asset is not None:
             return asset

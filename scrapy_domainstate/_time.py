@@ -1,0 +1,44 @@
+"""Time units and the duration syntax shared by the settings and the command.
+
+A duration is a number of seconds or a string with a unit: ``90``, ``90s``,
+``90m``, ``12h``, ``7d``, ``2w``. ``none`` (also ``never``, ``inf``) means "no
+expiry" where a setting or an option allows it.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["DAY", "HOUR", "MINUTE", "NO_EXPIRY", "UNITS", "WEEK", "parse_duration"]
+
+MINUTE = 60.0
+HOUR = 3600.0
+DAY = 86400.0
+WEEK = 7 * DAY
+
+#: Unit suffix -> seconds.
+UNITS: dict[str, float] = {"s": 1.0, "m": MINUTE, "h": HOUR, "d": DAY, "w": WEEK}
+#: Words that mean "never expires".
+NO_EXPIRY: frozenset[str] = frozenset({"none", "never", "inf", "infinite"})
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds for ``text`` (``"90"``, ``"12h"``, ``"7d"``, ``"2w"``), ``None`` for ``"none"``.
+
+    Raises :class:`ValueError` for anything else (a bad number or unit, NaN,
+    an infinity written as a number). The sign is the caller's to check.
+    """
+    value = text.strip().lower()
+    if value in NO_EXPIRY:
+        return None
+    scale = 1.0
+    if value[-1:] in UNITS:
+        scale = UNITS[value[-1]]
+        value = value[:-1].rstrip()
+    try:
+        seconds = float(value) * scale
+    except ValueError:
+        raise ValueError(f"not a duration: {text!r}") from None
+    if not math.isfinite(seconds):
+        raise ValueError(f"not a duration: {text!r}")
+    return seconds

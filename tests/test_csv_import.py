@@ -1,0 +1,313 @@
+"""CSV import and export (issue 13 break 6, issue 15 item 7).
+
+The codec (:mod:`scrapy_domainstate.csvio`) directly, fuzzed with hypothesis (never an
+exception other than the returned row errors), and ``scrapy domainstate import`` as a
+user runs it: a subprocess, so a traceback would show on stderr.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_domainstate.config import DAY, DEFAULT_TTL, Config
+from scrapy_domainstate.csvio import COLUMNS, read_csv, write_csv
+from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
+from scrapy_domainstate.store.lmdb import LmdbStore
+
+NOW = 1_750_000_000.0
+HEADER = ",".join(COLUMNS)
+SCRAPY = (sys.executable, "-m", "scrapy", "domainstate")
+
+
+def full_row(domain: str = "a.com", **cells: str) -> str:
+    values = {
+        "domain": domain,
+        "state": "dead",
+        "fetch_total": "1",
+        "fetch_ok": "0",
+        "fetch_ok_empty": "0",
+        "tab_total": "0",
+        "tab_ok": "0",
+        "first_seen": "1700000000.0",
+        "last_seen": "1700000000.0",
+        "state_changed_at": "1700000000.0",
+        "state_expires_at": "",
+        "probed_at": "0.0",
+        "recent": "[]",
+    }
+    values.update(cells)
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow([values[c] for c in COLUMNS])
+    return buf.getvalue()
+
+
+def read(text: str, **kwargs: object) -> tuple[list[DomainStat], list[str]]:
+    records, errors = read_csv(io.StringIO(text), now=NOW, **kwargs)  # type: ignore[arg-type]
+    return records, [str(e) for e in errors]
+
+
+# ------------------------------------------------------------ minimal rows
+
+
+def test_minimal_rows_seed_states_with_default_or_given_ttls() -> None:
+    records, errors = read("domain,state\nBad.Example.COM,dead\nshop.example.org,antibot-hard\n")
+    assert errors == []
+    assert [(r.domain, r.state) for r in records] == [("example.com", State.DEAD), ("example.org", State.ANTIBOT_HARD)]
+    dead = records[0]
+    assert (dead.first_seen, dead.last_seen, dead.state_changed_at) == (NOW, NOW, NOW)
+    assert dead.state_expires_at == NOW + DEFAULT_TTL[State.DEAD]
+    assert dead.recent == [] and dead.fetch_total == 0
+
+    text = "state,ttl,domain\ndead,7d,a.com\ncold,none,b.com\nfriendly,,c.com\nunknown,90m,d.com\n"
+    records, errors = read(text, ttl={**DEFAULT_TTL, State.DEAD: 3600.0})
+    assert errors == []
+    assert [r.state_expires_at for r in records] == [NOW + 7 * DAY, None, None, NOW + 5400]
+    # The records it makes are storable as they are.
+    assert all(decode(encode(r)) == r for r in records)
+
+
+def test_minimal_rows_report_every_problem_of_a_row() -> None:
+    text = "domain,state,ttl\n,zombie,soon\nok.com,dead,12h\n"
+    records, errors = read(text)
+    assert [r.domain for r in records] == ["ok.com"]
+    assert len(errors) == 1
+    message = errors[0]
+    assert message.startswith("line 2: ")
+    assert (
+        "domain is empty" in message
+        and "unknown state 'zombie'" in message
+        and "ttl must be a positive duration" in message
+    )
+
+
+def test_a_header_that_is_neither_form_names_both() -> None:
+    _, errors = read("domain,state,colour\n")
+    assert len(errors) == 1 and errors[0].startswith("line 1: ")
+    assert "unknown columns: 'colour'" in errors[0] and "minimal domain,state[,ttl]" in errors[0]
+    _, errors = read("domain\nx.com\n")
+    assert "missing columns" in errors[0]
+
+
+# ------------------------------------------------------- full rows, problems
+
+
+def test_every_problem_of_a_full_row_is_reported() -> None:
+    bad = full_row("", state="zombie", fetch_total="lots", first_seen="nan", probed_at="-1")
+    _, errors = read(f"{HEADER}\n{bad}\n")
+    assert len(errors) == 1
+    for part in ("domain is empty", "unknown state", "fetch_total must be a whole number", "first_seen must be"):
+        assert part in errors[0], errors[0]
+    assert "probed_at must be a finite number >= 0" in errors[0]
+
+
+def test_a_broken_json_cell_is_a_recent_problem_and_empty_probed_at_is_never_probed() -> None:
+    records, errors = read(f"{HEADER}\n{full_row(recent='[{')}\n{full_row('b.com', probed_at='')}\n")
+    assert len(errors) == 1 and "line 2: recent is not valid JSON" in errors[0]
+    assert "probed_at" not in errors[0]
+    assert [(r.domain, r.probed_at) for r in records] == [("b.com", 0.0)]
+    # An unquoted JSON cell splits into more fields: the message says why.
+    _, errors = read(HEADER + '\na.com,dead,1,0,0,0,0,1,1,1,,0,[{"at":1,"method":"fetch"}]\n')
+    assert "expected 13 fields, got 14" in errors[0] and "double quotes" in errors[0]
+
+
+HUGE = "1" + "0" * 399
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        ({"recent": '[{"at":' + HUGE + ',"method":"fetch","outcome":"dead"}]'}, "recent[0].at must be a time"),
+        ({"recent": '[{"at":NaN,"method":"fetch","outcome":"dead"}]'}, "recent is not valid JSON"),
+        ({"recent": '[{"at":Infinity,"method":"fetch","outcome":"dead"}]'}, "recent is not valid JSON"),
+        ({"recent": '[{"at":1e999,"method":"fetch","outcome":"dead"}]'}, "recent[0].at must be a finite number"),
+        ({"recent": "[" * 2000 + "]" * 2000}, "recent is nested too deep"),
+        ({"recent": '[{"at":1700000000,"method":"fetch","outcome":"dead","status":' + HUGE + "}]"}, "status"),
+        ({"first_seen": HUGE}, "first_seen must be"),
+        ({"last_seen": "1e400"}, "last_seen must be a finite number"),
+        ({"fetch_total": HUGE}, "fetch_total must be between 0 and"),
+        ({"state_expires_at": "inf"}, "state_expires_at must be a finite number"),
+        ({"state_changed_at": "1e15"}, "state_changed_at must be a time before the year 10000"),
+    ],
+    ids=lambda v: str(v)[:30] if isinstance(v, str) else None,
+)
+def test_numbers_a_record_cannot_hold_are_row_errors(cells: dict[str, str], expected: str) -> None:
+    _, errors = read(f"{HEADER}\n{full_row(**cells)}\n")
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("line 2: ") and expected in errors[0], errors[0]
+
+
+def test_text_that_is_not_utf8_is_reported_by_line() -> None:
+    raw = (HEADER + "\n" + full_row("good.com") + "\n" + full_row("bad.com", recent="[]") + "\n").encode()
+    raw = raw.replace(b"bad.com", b"b\xffd.com")
+    fh = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="surrogateescape", newline="")
+    records, errors = read_csv(fh, now=NOW)
+    assert [r.domain for r in records] == ["good.com"]
+    assert [str(e) for e in errors] == ["line 3: domain: not valid UTF-8 text"]
+    # A JSON escape for a lone surrogate is text no record can hold either.
+    bad = '[{"at":1700000000,"method":"fetch","outcome":"dead","error_class":"\\ud800"}]'
+    _, errors = read(f"{HEADER}\n{full_row(recent=bad)}\n")
+    assert "error_class is not valid Unicode text" in errors[0]
+
+
+# ----------------------------------------------------------- exact times
+
+
+def test_export_times_are_whole_seconds_and_never_after_last_seen() -> None:
+    first = 1_700_000_000.7
+    stat = DomainStat(
+        "t.com",
+        State.UNKNOWN,
+        recent=[RecentEntry(first + 3.6, Method.FETCH, Outcome.OK_EMPTY, 200)],  # stored as first + 4
+        fetch_total=1,
+        fetch_ok_empty=1,
+        first_seen=first,
+        last_seen=first + 3.6,
+        state_changed_at=first,
+    )
+    stored = decode(encode(stat))
+    assert stored.recent[0].at > stored.last_seen  # what the record keeps: whole seconds after first_seen
+    buf = io.StringIO()
+    write_csv([stored, decode(encode(DomainStat("u.com", first_seen=first, last_seen=first + 100)))], buf)
+    rows = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    (entry,) = json.loads(rows[0]["recent"])
+    assert entry["at"] == stored.last_seen  # clamped: never after last_seen
+    many = decode(
+        encode(
+            DomainStat(
+                "m.com",
+                recent=[RecentEntry(first + i * 10, Method.FETCH, Outcome.OK_EMPTY, 200) for i in range(5)],
+                first_seen=first,
+                last_seen=first + 100,
+            )
+        )
+    )
+    buf = io.StringIO()
+    write_csv([many], buf)
+    times = [e["at"] for e in json.loads(next(csv.DictReader(io.StringIO(buf.getvalue())))["recent"])]
+    assert all(t == int(t) for t in times)  # no fraction repeated from first_seen
+    assert all(t <= many.last_seen for t in times)
+    back, errors = read_csv(io.StringIO(buf.getvalue()))
+    assert errors == [] and decode(encode(back[0])) == many  # and it reads back as stored
+
+
+# ------------------------------------------------------------------ fuzz
+
+CELL = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(["", "0", "-1", "nan", "inf", "1e400", HUGE, "[]", "[{}]", "dead", "7d", "none", '"']),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=-(10**500), max_value=10**500).map(str),
+)
+ENTRY = st.fixed_dictionaries(
+    {
+        "at": st.one_of(st.floats(), st.integers(min_value=-(10**400), max_value=10**400), st.text(max_size=5)),
+        "method": st.sampled_from(["fetch", "tab", "head", "fly", 1]),
+        "outcome": st.sampled_from([o.value for o in Outcome] + ["", None]),
+    },
+    optional={"status": st.integers(min_value=-(10**30), max_value=10**30), "error_class": st.text(max_size=300)},
+)
+RECENT = st.one_of(
+    st.lists(ENTRY, max_size=5).map(lambda items: json.dumps(items, allow_nan=True)),
+    st.recursive(st.just("[]"), lambda inner: inner.map(lambda t: f"[{t}]"), max_leaves=40),
+    st.text(max_size=40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(CELL, min_size=13, max_size=13), min_size=1, max_size=4), st.lists(RECENT, min_size=4))
+def test_fuzzed_full_rows_never_raise(rows: list[list[str]], recents: list[str]) -> None:
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(COLUMNS)
+    for row, recent in zip(rows, recents, strict=False):
+        writer.writerow([*row[:-1], recent])
+    records, errors = read_csv(io.StringIO(buf.getvalue()), now=NOW)
+    assert len(records) + len(errors) <= len(rows)
+    for stat in records:
+        assert decode(encode(stat)).domain == stat.domain  # whatever it accepts, a record holds
+    for err in errors:
+        assert str(err).startswith(f"line {err.line}: ")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from(["domain,state", "domain,state,ttl", HEADER]))
+def test_fuzzed_bytes_never_raise(data: bytes, header: str) -> None:
+    raw = header.encode() + b"\n" + data
+    fh = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="surrogateescape", newline="")
+    records, errors = read_csv(fh, now=NOW)
+    for stat in records:
+        encode(stat)
+    assert all(e.line >= 1 for e in errors)
+
+
+# ------------------------------------------------------- the command
+
+
+def _scrapy(*args: str, cwd: Path, db: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    return subprocess.run(
+        [*SCRAPY, *args, "-s", f"DOMAINSTATE_LMDB_PATH={db}"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_import_command_refuses_bad_files_by_line_and_seeds_a_block_list(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    bad = tmp_path / "bad.csv"
+    huge = '[{"at":' + HUGE + ',"method":"fetch","outcome":"dead"}]'
+    rows = [HEADER, full_row("ok.com"), full_row("huge.com", recent=huge)]
+    rows += [full_row("deep.com", recent="[" * 2000 + "]" * 2000), full_row("bad.com")]
+    bad.write_bytes(("\n".join(rows) + "\n").encode().replace(b"bad.com", b"b\xffd.com"))
+    one = tmp_path / "one.csv"
+    one.write_text("domain,state\nok.com,zombie\n", encoding="utf-8")
+    blocklist = tmp_path / "block.csv"
+    blocklist.write_text("domain,state,ttl\nspam.example,dead,2w\nwall.example,antibot-hard,\n", encoding="utf-8")
+
+    proc = _scrapy("import", str(bad), cwd=tmp_path, db=db)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith(f"{bad}: line")]
+    assert [line.split(": ")[1] for line in lines] == ["line 3", "line 4", "line 5"], proc.stderr
+    assert "recent[0].at must be a time" in lines[0]
+    assert "nested too deep" in lines[1]
+    assert "not valid UTF-8" in lines[2]
+    assert "3 bad rows" in proc.stderr and "nothing imported" in proc.stderr
+    assert not db.exists()
+
+    proc = _scrapy("import", str(one), cwd=tmp_path, db=db)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "1 bad row in" in proc.stderr and "1 bad rows" not in proc.stderr
+
+    before = time.time()
+    proc = _scrapy("import", str(blocklist), cwd=tmp_path, db=db)
+    assert proc.returncode == 0, proc.stderr
+    assert "imported 2 domains" in proc.stdout
+    store = LmdbStore(Config(lmdb_path=str(db)), readonly=True)
+    store.open()
+    try:
+        spam, wall = store.get("spam.example"), store.get("wall.example")
+    finally:
+        store.close()
+    assert spam is not None and spam.state is State.DEAD
+    assert before <= spam.state_changed_at <= time.time()
+    assert spam.state_expires_at == pytest.approx(spam.state_changed_at + 14 * DAY)
+    assert wall is not None and wall.state is State.ANTIBOT_HARD
+    assert wall.state_expires_at == pytest.approx(wall.state_changed_at + DEFAULT_TTL[State.ANTIBOT_HARD])
