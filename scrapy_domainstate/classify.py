@@ -7,9 +7,12 @@ cheap. Every public method returns a :class:`Verdict` (or ``None``) and never ra
 The anti-bot check (:meth:`Classifier.antibot`) runs before any success is counted:
 challenges also arrive as 2xx (AWS WAF answers a challenge with 202), and a challenge
 counted as ``ok-empty`` would make a site ``cold`` for months. It looks at the status, a
-few headers and the lowercased first ``DOMAINSTATE_BODY_SCAN_BYTES`` of the body, using the
-marker list of :mod:`scrapy_domainstate.markers` compiled once into a handful of substring
-scans (see :func:`_choose_anchors`).
+few headers and the lowercased first ``DOMAINSTATE_BODY_SCAN_BYTES`` of the body (read
+further, scripts and styles skipped, when that prefix shows no content), in three layers:
+the vendor markers of :mod:`scrapy_domainstate.markers` (hard blocks first), then the
+structure of an interstitial (little text, few links, and a verification phrase, a captcha
+widget or a lone challenge script), always soft. All literals come from one scan
+(:class:`~scrapy_domainstate.textscan.LiteralScanner`: hyperscan when installed).
 """
 
 from __future__ import annotations
@@ -19,22 +22,54 @@ import ipaddress
 import re
 import socket
 import ssl
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from .config import Config
-from .markers import BLOCK_STATUSES, SMALL_PAGE, Marker, merge_markers
+from .markers import (
+    BLOCK_STATUSES,
+    CAPTCHA_WIDGETS,
+    CHALLENGE_SCRIPTS,
+    HINT_VENDOR_ORDER,
+    NAMING_ONLY,
+    SMALL_PAGE,
+    VERIFY_PHRASES,
+    Marker,
+    merge_markers,
+)
 from .record import HARD_BLOCK_PREFIX, Outcome
+from .textscan import LiteralScanner, Subset, extended_view, lowered, title_of, visible_text
 
-__all__ = ["JS_SHELL_MAX_BYTES", "Classifier", "Verdict", "normalize_headers"]
+__all__ = [
+    "EXTENDED_SCAN_CAP",
+    "INTERSTITIAL_MAX_LINKS",
+    "INTERSTITIAL_MAX_TEXT",
+    "JS_SHELL_MAX_BYTES",
+    "Classifier",
+    "Verdict",
+    "normalize_headers",
+]
 
 #: Bodies at least this long are never called a script-only shell.
 JS_SHELL_MAX_BYTES = 50_000
 #: A shell shows fewer visible characters than this outside ``<script>``/``<style>``.
 JS_SHELL_MIN_TEXT = 50
+#: An interstitial shows fewer visible characters than this, and fewer links than
+#: :data:`INTERSTITIAL_MAX_LINKS` (real challenge pages: at most ~950 characters and 6 links).
+INTERSTITIAL_MAX_TEXT = 1200
+INTERSTITIAL_MAX_LINKS = 10
+#: A long page with a challenge marker counts as interstitial-shaped up to this much text
+#: (site-branded challenge pages explain themselves in several languages).
+BRANDED_MAX_TEXT = 4000
+#: A verification phrase in the text (not the title) counts on pages with less text than this.
+PHRASE_MAX_TEXT = 700
+#: "Empty but for a script": no title, fewer visible characters than this, at most 2 links and
+#: 6 scripts (vendors inject their sensor scripts into every page, small ones included).
+EMPTY_PAGE_MAX_TEXT = 40
+#: A long page whose scanned prefix shows no content is read up to this many bytes.
+EXTENDED_SCAN_CAP = 1 << 20
 #: Grace for a certificate's ``notBefore`` against a slightly slow local clock.
 CERT_NOT_BEFORE_GRACE = 3600.0
 
@@ -129,34 +164,15 @@ _BINARY_TYPES = (
 )
 
 
-def _is_binary(content_type: str, head: bytes) -> bool:
+#: The same as they read in a lowercased view.
+_BINARY_MAGIC_LOW = tuple(m.lower() for m in _BINARY_MAGIC)
+
+
+def _is_binary(content_type: str, low: bytes) -> bool:
+    """Binary by content type, by the magic bytes of a lowercased view, or by a NUL byte."""
     if content_type and content_type.lstrip().lower().startswith(_BINARY_TYPES):
         return True
-    return head.startswith(_BINARY_MAGIC) or b"\x00" in head[:1024]
-
-
-def _prefix(body: Any, limit: int) -> bytes:
-    if not body:
-        return b""
-    if isinstance(body, str):
-        return body[:limit].encode("utf-8", "replace")[:limit]
-    if isinstance(body, bytes):
-        return body[:limit]
-    try:
-        return bytes(body[:limit])
-    except TypeError:
-        return b""
-
-
-def _title(low: bytes) -> bytes:
-    start = low.find(b"<title")
-    if start < 0:
-        return b""
-    gt = low.find(b">", start, start + 200)
-    if gt < 0:
-        return b""
-    end = low.find(b"</title", gt, gt + 1024)
-    return low[gt + 1 : end if end >= 0 else gt + 256].strip()
+    return low.startswith(_BINARY_MAGIC_LOW) or b"\x00" in low[:1024]
 
 
 _WS = b" \t\r\n\f\v"
@@ -199,69 +215,6 @@ def _visible_text_below(low: bytes, threshold: int) -> bool:
 
 # ------------------------------------------------------------------ marker compilation
 
-_ANCHOR_MIN = 6
-_ANCHOR_MAX = 24
-_MAX_ANCHOR_HITS = 64
-
-
-def _choose_anchors(literals: Iterable[bytes]) -> tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]:
-    """Group literals under few shared substrings ("anchors"), greedily.
-
-    The scan then runs one ``bytes.find`` pass per anchor instead of one per literal: at
-    each anchor hit, the literals of its group are checked in place with ``startswith``.
-    Each literal is checked at the offset of the anchor's *first* occurrence in it, which
-    finds every occurrence of the literal (each one contains that occurrence of the anchor).
-    """
-    remaining = set(literals)
-    groups = []
-    while remaining:
-        counts: Counter[bytes] = Counter()
-        for lit in remaining:
-            if len(lit) <= _ANCHOR_MIN:
-                counts[lit] += 1
-                continue
-            subs = {
-                lit[i : i + size]
-                for size in range(_ANCHOR_MIN, min(len(lit), _ANCHOR_MAX) + 1)
-                for i in range(len(lit) - size + 1)
-            }
-            counts.update(subs)
-        best = max(counts, key=lambda s: (counts[s], len(s), s))
-        members = sorted(lit for lit in remaining if best in lit)
-        groups.append((best, tuple((lit, lit.index(best)) for lit in members)))
-        remaining.difference_update(members)
-    return tuple(groups)
-
-
-def _scan_literals(low: bytes, groups: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]) -> set[bytes]:
-    """The literals of ``groups`` present in ``low``: one ``find`` pass per anchor."""
-    found: set[bytes] = set()
-    find = low.find
-    startswith = low.startswith
-    for anchor, members in groups:
-        pos = find(anchor)
-        if pos < 0:
-            continue
-        if len(members) == 1 and members[0][0] == anchor:
-            found.add(anchor)
-            continue
-        pending = members
-        hits = 0
-        while pos >= 0 and pending:
-            hits += 1
-            if hits > _MAX_ANCHOR_HITS:  # a common anchor: check the rest directly
-                found.update(lit for lit, _ in pending if lit in low)
-                break
-            still = []
-            for lit, off in pending:
-                if off <= pos and startswith(lit, pos - off):
-                    found.add(lit)
-                else:
-                    still.append((lit, off))
-            pending = tuple(still)
-            pos = find(anchor, pos + 1)
-    return found
-
 
 @dataclass(frozen=True, slots=True)
 class _Compiled:
@@ -279,12 +232,21 @@ class _Compiled:
     values: frozenset[str]
     exclude: frozenset[str]
     title_patterns: tuple[bytes, ...]
+    outside_scripts: bool
 
     def evidence(self, detail: str | None = None) -> str:
         name = self.marker.name
         if detail is not None and "{}" in name:
             name = name.replace("{}", detail)
         return f"{self.prefix}:{self.vendor}:{name}"
+
+    def scanned(self) -> set[bytes]:
+        """The literals the body scan must report for this marker to be checked (title
+        patterns are matched against the title, ``requires`` against the views, directly)."""
+        out = set(self.literals)
+        if self.anchor:
+            out.add(self.anchor)
+        return out
 
 
 def _compile(vendor: str, marker: Marker) -> _Compiled:
@@ -310,20 +272,86 @@ def _compile(vendor: str, marker: Marker) -> _Compiled:
         values=frozenset(v.lower() for v in marker.values),
         exclude=frozenset(v.lower() for v in marker.exclude),
         title_patterns=encoded if marker.kind == "title" else (),
+        outside_scripts=marker.outside_scripts,
     )
 
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """The markers eligible for one (status, page size, body?) situation, and their scan."""
+    """The markers eligible for one (status, page size, body?) situation."""
 
     markers: tuple[_Compiled, ...]
-    headless: tuple[_Compiled, ...]  # the same without body/regex markers
-    groups: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]
+    headless: tuple[_Compiled, ...]  # the same without body/regex/title markers
     #: Markers that fire on the status alone (then there is no fast "clean" answer).
     has_status: bool
+    #: The literals this plan's markers need from the body scan.
+    literals: Subset
     #: Every title pattern of the plan's title markers (a quick "no title marker" check).
     title_patterns: tuple[bytes, ...]
+
+
+def _in_script(low: bytes, pos: int) -> bool:
+    """Whether offset ``pos`` of a lowercase view lies inside a ``<script>`` element."""
+    return low.rfind(b"<script", 0, pos) > low.rfind(b"</script", 0, pos)
+
+
+def _outside_scripts(low: bytes, literal: bytes) -> bool:
+    """Whether ``literal`` occurs in ``low`` at least once outside ``<script>`` elements."""
+    pos = low.find(literal)
+    hits = 0
+    while pos >= 0 and hits < 64:
+        if not _in_script(low, pos):
+            return True
+        hits += 1
+        pos = low.find(literal, pos + 1)
+    return False
+
+
+#: Inputs a person types into (a login or contact form), as opposed to a challenge's hidden fields.
+_PERSON_FIELD = re.compile(
+    rb"<textarea|<input(?![^>]*type=[\"']?(?:hidden|submit|button|image|checkbox)\b)[^>]*>", re.S
+)
+
+
+def _person_fields(view: bytes) -> bool:
+    return _PERSON_FIELD.search(view) is not None
+
+
+def _links_at_least(view: bytes, n: int) -> bool:
+    """Whether ``view`` has at least ``n`` links (stops counting there)."""
+    pos = view.find(b"<a ")
+    while pos >= 0:
+        n -= 1
+        if n <= 0:
+            return True
+        pos = view.find(b"<a ", pos + 3)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a page looks like: its visible text (when short), and whether it is branded
+    (little text for a long page), an interstitial (less text, few links) or empty (no text
+    to speak of, a few scripts)."""
+
+    view: bytes
+    text: bytes
+    branded: bool
+    interstitial: bool
+    empty: bool
+
+    @classmethod
+    def of(cls, low: bytes, ext: bytes) -> _Shape:
+        view = low + ext if ext else low
+        if _links_at_least(view, INTERSTITIAL_MAX_LINKS):
+            return cls(view, b"", False, False, False)
+        text = visible_text(view, BRANDED_MAX_TEXT)
+        if text is None:
+            return cls(view, b"", False, False, False)
+        interstitial = len(text) < INTERSTITIAL_MAX_TEXT
+        empty = interstitial and len(text) < EMPTY_PAGE_MAX_TEXT and not _links_at_least(view, 3)
+        empty = empty and view.count(b"<script") <= 6
+        return cls(view, text, True, interstitial, empty)
 
 
 # ------------------------------------------------------------------ failures
@@ -541,7 +569,7 @@ class Classifier:
     Thread-safe after construction (the only mutable state is a memo of scan plans).
     """
 
-    def __init__(self, config: Config | None = None) -> None:
+    def __init__(self, config: Config | None = None, engine: str = "auto") -> None:
         self.config = config if config is not None else Config()
         self.scan_bytes = int(self.config.body_scan_bytes)
         markers = merge_markers(self.config.challenge_markers)
@@ -569,6 +597,35 @@ class Classifier:
             if c.kind == "header"
         )
         self._plans: dict[tuple[int, bool, bool], _Plan] = {}
+        # Structural cues (markers.VERIFY_PHRASES, CAPTCHA_WIDGETS, CHALLENGE_SCRIPTS).
+        self._phrases = tuple(p.lower().encode("utf-8") for p in VERIFY_PHRASES)
+        rank = {v: i for i, v in enumerate(HINT_VENDOR_ORDER)}
+        self._widgets = self._cues(CAPTCHA_WIDGETS, rank)
+        self._scripts = self._cues(CHALLENGE_SCRIPTS, rank)
+        self._rank = rank
+        self._cue_literals = frozenset(
+            lit for table in (self._widgets, self._scripts) for _, _, lits in table for lit in lits
+        )
+        literals = set(self._cue_literals)
+        for c in self._markers:
+            literals |= c.scanned()
+        #: One scan over the body reports every literal any marker or cue needs.
+        self.scanner = LiteralScanner(literals, engine)
+        self._cue_subset = self.scanner.subset(self._cue_literals)
+
+    @staticmethod
+    def _cues(
+        table: Mapping[str, tuple[str, tuple[str, ...]]], rank: Mapping[str, int]
+    ) -> tuple[tuple[str, str, frozenset[bytes]], ...]:
+        rows = [
+            (vendor, name, frozenset(p.lower().encode("utf-8") for p in pats)) for vendor, (name, pats) in table.items()
+        ]
+        return tuple(sorted(rows, key=lambda r: rank.get(r[0], len(rank))))
+
+    @property
+    def engine(self) -> str:
+        """The literal-scan engine in use: ``'hyperscan'`` or ``'pure'``."""
+        return self.scanner.engine
 
     @property
     def markers(self) -> tuple[tuple[str, Marker], ...]:
@@ -591,41 +648,69 @@ class Classifier:
             if c.marker.interstitial and not small and status not in BLOCK_STATUSES:
                 continue
             eligible.append(c)
-        literals: set[bytes] = set()
+        wanted: set[bytes] = set()
         for c in eligible:
-            literals.update(c.literals)
-            if c.anchor:
-                literals.add(c.anchor)
+            wanted |= c.scanned()
         plan = _Plan(
             markers=tuple(eligible),
-            headless=tuple(c for c in eligible if c.kind not in ("body", "regex")),
-            groups=_choose_anchors(literals),
+            headless=tuple(c for c in eligible if c.kind not in ("body", "regex", "title")),
             has_status=any(c.kind == "status" for c in eligible),
+            literals=self.scanner.subset(wanted),
             title_patterns=tuple(sorted({p for c in eligible for p in c.title_patterns})),
         )
         if len(self._plans) < 4096:
             self._plans[key] = plan
         return plan
 
-    def _antibot(self, status: int, hdrs: Mapping[str, str], low: bytes | None, size: int) -> Verdict | None:
-        plan = self._plan(status, size <= SMALL_PAGE, bool(low))
-        found = _scan_literals(low, plan.groups) if low else set()
+    def _extend(self, low: bytes | None, size: int, body: Any) -> bytes:
+        """The extended view past the scanned prefix, ``b''`` when not needed.
+
+        A page longer than the prefix whose prefix shows no content (few links, little
+        visible text: a head full of inline styles or scripts, as on site-branded challenge
+        pages) is read further, scripts and styles skipped, up to :data:`EXTENDED_SCAN_CAP`
+        bytes of body and twice ``body_scan_bytes`` bytes of markup.
+        """
+        if not low or size <= len(low) or len(low) < self.scan_bytes or not isinstance(body, (bytes, bytearray)):
+            return b""
+        if _links_at_least(low, INTERSTITIAL_MAX_LINKS) or visible_text(low, INTERSTITIAL_MAX_TEXT) is None:
+            return b""
+        raw = bytes(body) if isinstance(body, bytearray) else body
+        return extended_view(raw, len(low), low, 2 * self.scan_bytes, EXTENDED_SCAN_CAP)
+
+    def _antibot(
+        self, status: int, hdrs: Mapping[str, str], low: bytes | None, size: int, body: Any = None
+    ) -> Verdict | None:
+        ext = self._extend(low, size, body)
+        small = size <= SMALL_PAGE
+        shape: _Shape | None = None
+        if not small and low and status not in BLOCK_STATUSES and not _links_at_least(low, INTERSTITIAL_MAX_LINKS):
+            # A long page counts as small (interstitial markers apply) when it shows little.
+            shape = _Shape.of(low, ext)
+            small = shape.branded
+        plan = self._plan(status, small, bool(low))
+        found = self.scanner.scan(low, plan.literals) if low else set()
+        if ext:
+            found |= self.scanner.scan(ext, plan.literals)
         title: bytes | None = None
+        markers: tuple[_Compiled, ...] = plan.markers if found else plan.headless
         if (
             not found
             and not plan.has_status
             and (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY))
         ):
-            # Fast path of the usual page: no body literal, no status marker and no marker
-            # header (``hdrs`` holds only marker headers and content-type): only a title
-            # marker could fire, and only when one of its patterns is in the title.
-            patterns = plan.title_patterns
-            if not patterns:
-                return None
-            title = _title(low) if low else b""
-            if not title or not any(p in title for p in patterns):
-                return None
-        for c in plan.markers if found else plan.headless:
+            # The usual page: no literal of any marker, no status marker, no marker header
+            # (``hdrs`` holds only marker headers and content-type): only a title marker can
+            # fire, and only when one of its patterns is in the title.
+            markers = ()
+            if low and plan.title_patterns:
+                title = self._title(low, ext)
+                if title and any(p in title for p in plan.title_patterns):
+                    markers = plan.markers
+            if not markers and (not low or (size > SMALL_PAGE and not ext)):
+                return None  # and too long to be an interstitial
+        elif low and plan.title_patterns:
+            markers = plan.markers
+        for c in markers:
             kind = c.kind
             detail: str | None = None
             if kind == "status":
@@ -635,25 +720,99 @@ class Classifier:
                     continue
             elif kind == "title":
                 if title is None:
-                    title = _title(low) if low else b""
+                    title = self._title(low, ext)
                 if not title or not any(p in title for p in c.title_patterns):
                     continue
             elif kind == "body":
-                if found.isdisjoint(c.literals):
+                hits = c.literals & found
+                if not hits:
+                    continue
+                if (
+                    c.outside_scripts
+                    and low is not None
+                    and not any((ext and lit in ext) or _outside_scripts(low, lit) for lit in hits)
+                ):
                     continue
             elif kind == "regex":
                 if c.anchor not in found or c.regex is None or low is None:
                     continue
-                match = c.regex.search(low)
+                match = self._regex_hit(c, low, ext)
                 if match is None:
                     continue
                 if match.groups():
                     detail = (match.group(1) or b"").decode("ascii", "replace")
-            if c.requires and (low is None or not all(r in low for r in c.requires)):
+            if c.requires and (low is None or not all(r in low or r in ext for r in c.requires)):
                 continue
             hard = c.marker.hard
             return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)
+        if not low or (size > SMALL_PAGE and not ext and shape is None):
+            return None  # a long page with content in its prefix is no interstitial
+        return self._structural(status, low, ext, shape)
+
+    @staticmethod
+    def _title(low: bytes | None, ext: bytes) -> bytes:
+        title = title_of(low) if low else b""
+        if not title and ext and (not low or b"<title" not in low):
+            title = title_of(ext)
+        return title
+
+    @staticmethod
+    def _regex_hit(c: _Compiled, low: bytes, ext: bytes) -> re.Match[bytes] | None:
+        assert c.regex is not None
+        for match in c.regex.finditer(low):
+            if not c.outside_scripts or not _in_script(low, match.start()):
+                return match
+        return c.regex.search(ext) if ext else None
+
+    def _structural(self, status: int, low: bytes, ext: bytes, shape: _Shape | None) -> Verdict | None:
+        """An interstitial: little visible text, few links, and a cue (SPEC section 3).
+
+        A title or text that asks to verify, wait or prove one is human; a captcha widget on
+        a page without a field a person fills in; or a vendor's challenge script on a page that
+        is otherwise empty. Always a challenge (soft): structure alone never proves a ban.
+        """
+        shape = shape or _Shape.of(low, ext)
+        if not shape.interstitial:
+            return None
+        cues = self.scanner.scan(shape.view, self._cue_subset)
+        vendor = self._vendor(cues)
+        title = self._title(low, ext)
+        text = shape.text
+        view = shape.view
+        phrases = [p for p in self._phrases if p in title or p in text]
+        fields: bool | None = None
+        if phrases:
+            if any(p in title for p in phrases):
+                return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or 'generic'}:interstitial", True)
+            # In the text only: a shorter page, and not a form a person fills in ("Are you a
+            # robot?" next to a login form's password field is the form's own captcha).
+            if len(text) < PHRASE_MAX_TEXT and any(p in text for p in phrases):
+                fields = _person_fields(view)
+                if not fields:
+                    return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or 'generic'}:interstitial", True)
+        for widget_vendor, name, lits in self._widgets:
+            if not cues.isdisjoint(lits):
+                if fields is None:
+                    fields = _person_fields(view)
+                if not fields:
+                    return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or widget_vendor}:{name}", True)
+                break
+        if shape.empty and not title:
+            for script_vendor, name, lits in self._scripts:
+                if script_vendor not in NAMING_ONLY and not cues.isdisjoint(lits):
+                    return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or script_vendor}:{name}", True)
         return None
+
+    def _vendor(self, cues: set[bytes]) -> str | None:
+        """The vendor the cues point to first (bot managers before captcha providers)."""
+        best: tuple[int, str] | None = None
+        for table in (self._scripts, self._widgets):
+            for vendor, _, lits in table:
+                if not cues.isdisjoint(lits):
+                    key = (self._rank.get(vendor, len(self._rank)), vendor)
+                    if best is None or key < best:
+                        best = key
+        return best[1] if best else None
 
     @staticmethod
     def _header_hit(c: _Compiled, hdrs: Mapping[str, str]) -> bool:
@@ -704,10 +863,10 @@ class Classifier:
             size = len(body) if body else 0
         except TypeError:
             size = 0
-        prefix = _prefix(body, self.scan_bytes)
-        if not prefix or _is_binary(hdrs.get("content-type", ""), prefix):
+        low = lowered(body, self.scan_bytes)
+        if not low or _is_binary(hdrs.get("content-type", ""), low):
             return None, size
-        return prefix.lower(), size
+        return low, size
 
     def antibot(self, status: int, headers: Any, body: bytes) -> Verdict | None:
         """An ``antibot`` verdict, or ``None`` when nothing says challenge or block.
@@ -722,7 +881,7 @@ class Classifier:
         try:
             hdrs = self._headers(headers)
             low, size = self._prepare(hdrs, body)
-            return self._antibot(int(status), hdrs, low, size)
+            return self._antibot(int(status), hdrs, low, size, body)
         except Exception:  # a classifier never breaks a crawl
             return None
 
@@ -764,7 +923,7 @@ class Classifier:
             status = int(status)
             hdrs = self._headers(headers)
             low, size = self._prepare(hdrs, body)
-            verdict = self._antibot(status, hdrs, low, size)
+            verdict = self._antibot(status, hdrs, low, size, body)
         except Exception:  # never expected; "no evidence" rather than a crash or a wrong state
             return Verdict(Outcome.NO_VERDICT, None, "classify-error")
         if verdict is not None:

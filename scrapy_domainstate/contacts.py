@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 
+from .textscan import lowered
+
 __all__ = ["find_contacts", "has_contact"]
 
 # ------------------------------------------------------------------ e-mail
@@ -100,14 +102,15 @@ def _email_at(low: bytes, at: int) -> str | None:
 
 _TEL_VALUE = re.compile(rb"\s*(?://)?((?:%2b)?[+(]?[0-9][0-9().\- /]{5,30}[0-9])")
 _INTL = re.compile(rb"\+\(?[1-9]\d{0,3}\)?(?:[ .\-]?\(?\d{1,5}\)?){1,6}")
+#: Where _INTL matches: "+", "(" maybe, a digit 1-9, then another digit right away or after
+#: ")", a separator and "(" (each optional).
+_INTL_START = re.compile(rb"\+\(?[1-9](?:\d|\)?[ .\-]?\(?\d)")
 _NANP = re.compile(rb"(?:\([2-9]\d{2}\) ?|[2-9]\d{2}([.\-]))[2-9]\d{2}[.\-]\d{4}")
 # Phone shapes are found on a copy with every digit turned into "0", so a few plain
 # ``bytes.find`` passes replace a digit-led regex over the whole page (slow in ``re``).
 # (dots become dashes too, so one pass finds both 555-234-5678 and 555.234.5678).
 _ZERO_DIGITS = bytes.maketrans(b"123456789.", b"000000000-")
 _NANP_TAIL = b"000-0000"
-# ``re`` finds a literal with memchr on its first byte, faster than ``bytes.find`` here.
-_TEL = re.compile(rb"tel:")
 _AT_ENTITY = re.compile(rb"&#64;")
 _MAX_HITS = 256
 _DIGIT = re.compile(rb"\d")
@@ -132,10 +135,12 @@ def _add(out: list[str], seen: set[str], key: str) -> None:
 
 
 def _tel_links(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
-    for hits, link in enumerate(_TEL.finditer(low)):
-        if hits >= _MAX_HITS:
-            break
-        pos = link.start()
+    # bytes.find skips ahead on the whole literal; re's search stops at every "t" of a text.
+    find = low.find
+    pos = find(b"tel:")
+    hits = 0
+    while pos >= 0 and hits < _MAX_HITS:
+        hits += 1
         # href="tel:..." but not "hotel:" or "intel:".
         if pos == 0 or not low[pos - 1 : pos].isalnum():
             match = _TEL_VALUE.match(low, pos + 4, pos + 64)
@@ -143,6 +148,7 @@ def _tel_links(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
                 _add(out, seen, _phone_key(match.group()))
                 if first:
                     return True
+        pos = find(b"tel:", pos + 4)
     return False
 
 
@@ -162,12 +168,20 @@ def _numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
 
 
 def _intl_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
-    # International: the pattern starts with a literal "+", which ``re`` finds with memchr.
-    for hits, match in enumerate(_INTL.finditer(low)):
+    # International: every match of _INTL starts at a "+" and holds no other "+", so its
+    # matches are exactly the positions _INTL_START finds (in C). A "+" glued to a letter or
+    # digit (minified code: "e+1") fails the boundary check anyway: it is counted against the
+    # hit budget as before, without running the full pattern.
+    for hits, start_match in enumerate(_INTL_START.finditer(low)):
         if hits >= _MAX_HITS:
             break
+        start = start_match.start()
+        if start > 0 and low[start - 1] not in _BEFORE_OK:
+            continue
+        match = _INTL.match(low, start)
+        if match is None:  # pragma: no cover - _INTL_START implies a match
+            continue
         text = match.group().rstrip(b" .-(")
-        start = match.start()
         if (
             8 <= _digits(text) <= 15
             and any(sep in text for sep in (b" ", b"-", b".", b"("))
@@ -260,6 +274,8 @@ _SOCIAL: dict[bytes, tuple[re.Pattern[bytes], frozenset[bytes]]] = {
     ),
 }
 _LABEL = re.compile(rb"[a-z0-9\-]{1,16}\Z")
+#: The last letters of the labels in _SOCIAL: a ".com/" after anything else is no profile.
+_LABEL_ENDS = frozenset(label[-1] for label in _SOCIAL)
 _HOST_OK = frozenset(b"/.\"' =(>")
 
 
@@ -269,6 +285,9 @@ def _social(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
     hits = 0
     while pos >= 0 and hits < _MAX_HITS:
         hits += 1
+        if pos == 0 or low[pos - 1] not in _LABEL_ENDS:  # not "facebook.com/", "x.com/", ...
+            pos = find(b".com/", pos + 5)
+            continue
         label = _LABEL.search(low, max(0, pos - 16), pos)
         entry = _SOCIAL.get(label.group()) if label is not None else None
         # A whole label: "x.com/" must not be the tail of "dropbox.com/".
@@ -292,15 +311,10 @@ def _social(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
 def _prepare(body: bytes | str, limit: int) -> bytes:
     if not body:
         return b""
-    if isinstance(body, str):
-        data = body[:limit].encode("utf-8", "replace")
-    elif isinstance(body, bytes):
-        data = body[:limit]
-    else:
-        data = bytes(body[:limit])
-    if data.find(b"\x00", 0, 1024) >= 0:  # binary: nothing to read
+    # The classifier lowercased the same prefix of the same body a moment ago: shared.
+    low = lowered(body, limit)
+    if low.find(b"\x00", 0, 1024) >= 0:  # binary: nothing to read
         return b""
-    low = data.lower()
     if _AT_ENTITY.search(low) is not None:  # the usual obfuscation of "@" in e-mail addresses
         low = low.replace(b"&#64;", b"@")
     return low

@@ -20,7 +20,14 @@ Rules the list follows:
   does not get through; everything else is a challenge a browser can plausibly pass.
 
 Body patterns are matched case-insensitively against the lowercased first
-``DOMAINSTATE_BODY_SCAN_BYTES`` of the body; write them in lower case.
+``DOMAINSTATE_BODY_SCAN_BYTES`` of the body (and, for a long page whose prefix shows no
+content, the markup after it with scripts and styles skipped); write them in lower case.
+Hard markers that could also sit inside a challenge's inline script say
+``outside_scripts``.
+
+The structural cues at the end of this module (:data:`VERIFY_PHRASES`,
+:data:`CAPTCHA_WIDGETS`, :data:`CHALLENGE_SCRIPTS`) are read only on interstitial-shaped
+pages; see :mod:`scrapy_domainstate.classify`.
 """
 
 from __future__ import annotations
@@ -33,7 +40,12 @@ from typing import Any, Literal
 __all__ = [
     "BLOCK_STATUSES",
     "BUILTIN_MARKERS",
+    "CAPTCHA_WIDGETS",
+    "CHALLENGE_SCRIPTS",
+    "HINT_VENDOR_ORDER",
+    "NAMING_ONLY",
     "SMALL_PAGE",
+    "VERIFY_PHRASES",
     "Marker",
     "MarkerKind",
     "merge_markers",
@@ -70,7 +82,10 @@ class Marker:
     challenge (``challenge:<vendor>:<name>``). ``needs_block_status``: the status must be in
     ``statuses`` or, when that is empty, in :data:`BLOCK_STATUSES`. ``interstitial`` (body, regex
     and title markers): only on a block status or a body of at most :data:`SMALL_PAGE` bytes.
-    ``requires``: literals that must also be in the body prefix.
+    ``requires``: literals that must also be in the body prefix. ``outside_scripts`` (body and
+    regex markers): the hit counts only outside ``<script>`` elements, so that a string inside a
+    challenge's inline script (Cloudflare JS challenges carry a ``cf-error-code`` span in one)
+    is not read as the page's own structure.
     """
 
     kind: MarkerKind
@@ -84,6 +99,7 @@ class Marker:
     values: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     statuses: frozenset[int] = frozenset()
+    outside_scripts: bool = False
 
     def allowed_statuses(self) -> frozenset[int] | None:
         """The statuses this marker is limited to, or ``None`` for any status."""
@@ -126,22 +142,29 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             _header("cf-mitigated", "cf-mitigated", values=("block",), hard=True),
             # Firewall-rule / ban error pages: 1005-1009 (ASN, IP, country bans), 1010 (browser
             # signature), 1012 (access denied), 1015 (rate limited), 1020 (firewall rule).
-            # Other 10xx codes (1016 origin DNS error, ...) are not blocks.
+            # Other 10xx codes (1016 origin DNS error, ...) are not blocks. The code must sit in
+            # the error page's own structure: JS challenges carry the same span in a script.
             _regex(
                 "{}",
                 r'cf-error-code["\']?>\s*(10(?:0[5-9]|1[025]|20))\s*<',
                 "cf-error-code",
                 hard=True,
                 needs_block_status=True,
+                requires=("cf-error-details",),
+                outside_scripts=True,
             ),
-            _body("blocked", "sorry, you have been blocked", hard=True, interstitial=True),
-            _title("attention-required", "attention required! | cloudflare", hard=True),
+            _body("blocked", "sorry, you have been blocked", hard=True, interstitial=True, outside_scripts=True),
+            # "Attention Required!" is also the title of the captcha pages (hCaptcha/reCAPTCHA
+            # "One more step"), which a browser passes: a challenge, not a ban.
+            _title("attention-required", "attention required! | cloudflare"),
             _header("cf-mitigated", "cf-mitigated", values=("challenge",)),
             _title("title", "just a moment...", "just a moment\u2026"),
             _body("cf_chl_opt", "_cf_chl_opt"),
             _body("cf_chl_ctx", "_cf_chl_ctx"),
             _body("challenge-form", 'id="challenge-form"', "id='challenge-form'", interstitial=True),
             _body("cf_chl_tk", "__cf_chl_f_tk=", "__cf_chl_rt_tk=", "__cf_chl_tk=", "__cf_chl_jschl_tk__"),
+            # The legacy "I'm Under Attack" form (2015-2019): its action and answer fields.
+            _body("jschl", "/cdn-cgi/l/chk_jschl", 'name="jschl_vc"', 'name="jschl_answer"'),
             _regex(
                 "orchestrate",
                 r"/cdn-cgi/challenge-platform/[^\"'\s<>]{0,120}?/orchestrate/(?:jsch|captcha|managed|chl_page)/v\d",
@@ -149,6 +172,7 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 interstitial=True,
             ),
             _body("verifying-human", "verifying you are human", interstitial=True),
+            _body("browser-verification", "cf-browser-verification", "cf-im-under-attack", interstitial=True),
             # Turnstile is embedded in normal login forms: only on a challenge status.
             _body("turnstile", "cf-turnstile", "cf-chl-widget-", needs_block_status=True),
             # Cloudflare in front of a 403/429/503 with no page we recognise: still a challenge.
@@ -162,6 +186,21 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             _body(
                 "cloudfront",
                 "the request could not be satisfied",
+                needs_block_status=True,
+                statuses=frozenset({403}),
+            ),
+            # CloudFront's own error page for a blocked request (WAF rule, geo restriction): the
+            # page says so whatever status it is delivered with.
+            _title(
+                "cloudfront-blocked",
+                "error: the request could not be satisfied",
+                requires=("request blocked",),
+            ),
+            # A bare 403 from CloudFront itself (body "Forbidden"): the edge, not the site.
+            _header(
+                "cloudfront-error",
+                "x-cache",
+                values=("error from cloudfront",),
                 needs_block_status=True,
                 statuses=frozenset({403}),
             ),
@@ -185,11 +224,16 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
         ),
         "perimeterx": (
             _body("px-captcha", "captcha.px-cdn.net"),
-            _title("title", "access to this page has been blocked"),
+            _title("title", "access to this page has been blocked", "access to this page has been denied"),
             _body("blocked", "access to this page has been blocked", interstitial=True),
             _body("press-and-hold", "please verify you are a human", interstitial=True),
             # The PX sensor snippet sets window._pxAppId on normal pages too.
             _body("pxappid", "window._pxappid", "_pxaction", needs_block_status=True),
+        ),
+        # Before akamai: Distil's (now Imperva's) "Pardon Our Interruption" pages name themselves.
+        "distil": (
+            _body("captcha-form", "distilcaptchaform", "distil_r_captcha", "distilcallbackguard"),
+            _body("identify", "distil_identify_cookie", "distil_r_blocked", needs_block_status=True),
         ),
         "akamai": (
             _regex(
@@ -244,7 +288,6 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 "making sure you\u2019re not a bot",
             ),
         ),
-        "distil": (_body("captcha-form", "distilcaptchaform"),),
         "f5": (
             _body(
                 "asm-rejected",
@@ -254,20 +297,33 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             ),
         ),
         "zyte": (_header("crawlera-banned", "x-crawlera-error", values=("banned",)),),
+        "amazon": (
+            # The robot-check captcha form; Amazon's normal pages never post to it.
+            _body("captcha", "/errors/validatecaptcha", "csm-captcha-instrumentation"),
+            _title("robot-check", "robot check", interstitial=True),
+        ),
+        "google": (_body("sorry", 'action="/sorry/index"', "action='/sorry/index'"),),
+        "sina": (_title("visitor-system", "sina visitor system"),),
+        "fastly": (_title("client-challenge", "client challenge", interstitial=True),),
+        # CHEQ's script on its 403 "Access Denied" page (the sensor also runs on normal pages).
+        "cheq": (_body("access-denied", "cheqzone.com", "cheqsdk", needs_block_status=True),),
         "linkedin": (_status("999", 999),),
         "captcha": (
             # Contact and login forms carry these on normal pages: only with a block status.
             _body("recaptcha", "g-recaptcha", "grecaptcha.render", "grecaptcha.execute", needs_block_status=True),
             _body("hcaptcha", "h-captcha", "hcaptcha.com", needs_block_status=True),
-            _body("arkose", "arkoselabs.com", "funcaptcha", needs_block_status=True),
-            _body("geetest", "geetest", needs_block_status=True),
             _body("friendly-captcha", "frc-captcha", needs_block_status=True),
         ),
+        "arkose": (_body("funcaptcha", "arkoselabs.com", "funcaptcha", needs_block_status=True),),
+        "tencent": (_body("captcha", "turing.captcha.qcloud.com", "tencentcaptcha", needs_block_status=True),),
+        "geetest": (_body("captcha", "geetest", needs_block_status=True),),
         # Last: anything more specific names the vendor first.
         "generic": (
             # Cloudflare's legacy interstitial, DDoS-Guard and others all say it.
             _body("checking-browser", "checking your browser", interstitial=True),
             _status("429", 429),
+            # "I'm a teapot": some CDNs and bot managers answer bots with it (Douban's "cdn error").
+            _status("418", 418),
         ),
     }
 )
@@ -293,3 +349,132 @@ def merge_markers(extra: Mapping[str, tuple[str, ...]] | None = None) -> dict[st
             merged[str(vendor)] = merged.get(str(vendor), ()) + added
     merged["generic"] = BUILTIN_MARKERS["generic"]
     return merged
+
+
+# ------------------------------------------------------------------ structural cues
+#
+# Beyond the marker list, the classifier recognises an *interstitial*: a page with little
+# visible text, few links and no form a person fills in, whose title or text asks the visitor
+# to verify, wait or prove they are human, or that carries a captcha widget, or that is empty
+# but for a vendor's challenge script. The cues below are only read on such pages: on a real
+# page (an article, a shop, a login form) they are nothing.
+
+#: Words of a page that asks the visitor to verify, wait or prove they are human (title or
+#: visible text of an interstitial-shaped page), lower case.
+VERIFY_PHRASES: tuple[str, ...] = (
+    "verify you are human",
+    "verify you are a human",
+    "verify you're human",
+    "verify you\u2019re human",
+    "verify that you are human",
+    "verifying you are human",
+    "verify to continue",
+    "confirm you are human",
+    "confirm that you're human",
+    "confirm that you\u2019re human",
+    "confirm you are not a robot",
+    "prove you are human",
+    "prove you're human",
+    "are you a robot",
+    "are you a human",
+    "robot or human",
+    "not a robot",
+    "human verification",
+    "bot verification",
+    "security check",
+    "security verification",
+    "checking your browser",
+    "checking if the site connection is secure",
+    "just a moment",
+    "one more step",
+    "please stand by",
+    "please wait while we verify",
+    "client challenge",
+    "pardon our interruption",
+    "unusual traffic",
+    "automated queries",
+    "using automation tools",
+    "visitor system",
+    "making sure you're not a bot",
+    "making sure you&#39;re not a bot",
+    "ddos protection by",
+    "request unsuccessful",
+    "request blocked",
+    "please enable js and disable any ad blocker",
+    "enable javascript and cookies to continue",
+    "v\u00e9rification en cours",
+    "sentimos la interrupci\u00f3n",
+    "\u5b89\u5168\u9a8c\u8bc1",  # Chinese "security verification"
+    "\u4eba\u673a\u9a8c\u8bc1",  # Chinese "human verification"
+    "\u5f00\u59cb\u9a8c\u8bc1",  # Chinese "start verification"
+)
+
+#: Captcha widgets: vendor -> (evidence name, literals). On an interstitial-shaped page
+#: without a form field for a person, a widget makes the page a captcha wall.
+CAPTCHA_WIDGETS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        # The widget *elements*, not the vendors' API scripts: single-page apps load those
+        # scripts in an empty shell and render their login form later.
+        "perimeterx": ("px-captcha", ('id="px-captcha"',)),
+        "datadome": ("captcha", ("captcha-delivery.com",)),
+        "cloudflare": ("turnstile", ("cf-turnstile",)),
+        "tencent": ("captcha", ('id="tencentcaptcha"',)),
+        "captcha": ("captcha-wall", ("g-recaptcha", "h-captcha", "frc-captcha")),
+    }
+)
+
+#: Challenge scripts: vendor -> (evidence name, literals). A page that is empty but for one
+#: of these (no visible text, no links, a handful of scripts) is that vendor's challenge.
+CHALLENGE_SCRIPTS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        # Not /cdn-cgi/challenge-platform/: Cloudflare injects that beacon into normal pages,
+        # tiny ones included. Bot Fight Mode's interstitial loads /cdn-cgi/bm/cv/.
+        "cloudflare": ("script-wall", ("/cdn-cgi/bm/cv/",)),
+        "imperva": ("script-wall", ("_incapsula_resource",)),
+        "perimeterx": ("script-wall", ("_pxappid", "px-cdn.net", "perimeterx")),
+        "datadome": ("script-wall", ("captcha-delivery.com", "datadome")),
+        "akamai": ("script-wall", ("bmak.", "/akam/1")),
+        "aws": ("script-wall", ("awswaf.com", "awswafintegration", "aws-waf-token")),
+        "kasada": ("script-wall", ("kpsdk",)),
+        "fastly": ("script-wall", ("/_fs-ch-",)),
+        "sina": ("script-wall", ("/js/visitor/", "passport.sinaimg.cn")),
+        "cheq": ("script-wall", ("cheqzone.com", "cheqsdk")),
+        "anubis": ("script-wall", ("/.within.website/",)),
+        "sucuri": ("script-wall", ("sucuri_cloudproxy",)),
+        "distil": ("script-wall", ("distil_", "/dspf.js")),
+        "vercel": ("script-wall", ("/vercel/security/",)),
+        "ddos-guard": ("script-wall", ("ddos-guard",)),
+        # Captcha providers' scripts only name the vendor of a page found by another cue.
+        "arkose": ("script-wall", ("arkoselabs.com", "funcaptcha")),
+        "tencent": ("script-wall", ("turing.captcha.qcloud.com", "tencentcaptcha", "captcha.qq.com")),
+        "geetest": ("script-wall", ("geetest",)),
+        "captcha": ("script-wall", ("recaptcha/api.js", "recaptcha/enterprise.js", "hcaptcha.com/1/api.js")),
+    }
+)
+
+#: Vendors of :data:`CHALLENGE_SCRIPTS` whose script alone never makes an empty page a challenge.
+NAMING_ONLY: frozenset[str] = frozenset({"arkose", "tencent", "geetest", "captcha"})
+
+#: Which vendor a structural verdict names when several cues are present: bot managers (whose
+#: pages embed third-party captchas) before captcha providers, ``generic`` when none.
+HINT_VENDOR_ORDER: tuple[str, ...] = (
+    "cloudflare",
+    "imperva",
+    "perimeterx",
+    "datadome",
+    "akamai",
+    "aws",
+    "kasada",
+    "fastly",
+    "sina",
+    "cheq",
+    "anubis",
+    "sucuri",
+    "distil",
+    "vercel",
+    "ddos-guard",
+    "arkose",
+    "tencent",
+    "geetest",
+    "captcha",
+)

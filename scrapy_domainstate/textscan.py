@@ -1,0 +1,423 @@
+"""Bounded, shared views of a response body and one-pass literal scanning.
+
+Pure: bytes in, no I/O. Three jobs, used by the classifier and the contact scan:
+
+- :func:`lowered`: the lowercased first ``limit`` bytes of a body, made once per response and
+  shared (a one-entry memo keyed by the body object itself, so the classifier and the contact
+  scan of the same response lowercase it once);
+- :class:`LiteralScanner`: which of a fixed set of lowercase literals occur in a view. With the
+  optional ``hyperscan`` package it is one automaton pass; without it, a few ``bytes.find``
+  passes over shared anchors (C-speed, no per-byte Python loop). Both give the same answer;
+- HTML structure helpers: the page title, the visible text of small pages, and the markup of a
+  long page past the scanned prefix with ``<script>``/``<style>`` contents skipped (bounded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "HAVE_HYPERSCAN",
+    "LiteralScanner",
+    "extended_view",
+    "lowered",
+    "title_of",
+    "visible_text",
+]
+
+_hs: Any
+try:  # optional fast engine
+    import hyperscan
+
+    _hs = hyperscan
+except ImportError:  # pragma: no cover - depends on the machine
+    _hs = None
+
+#: Whether the optional ``hyperscan`` engine is importable here.
+HAVE_HYPERSCAN = _hs is not None
+
+# ------------------------------------------------------------------ the shared lowercase view
+
+_LAST: tuple[Any, int, bytes] | None = None
+
+
+def _prefix(body: Any, limit: int) -> bytes:
+    if not body:
+        return b""
+    if isinstance(body, str):
+        return body[:limit].encode("utf-8", "replace")[:limit]
+    if isinstance(body, bytes):
+        return body[:limit]
+    try:
+        return bytes(body[:limit])
+    except TypeError:
+        return b""
+
+
+def lowered(body: Any, limit: int) -> bytes:
+    """``body[:limit].lower()`` as bytes (``str`` bodies are UTF-8 encoded first).
+
+    The last answer is memoised by the identity of ``body``: the classifier and the contact
+    scan ask for the same response body one after the other and share one copy. (The memo
+    holds a reference to that one body until the next call; assignment of the tuple is
+    atomic, so threads at worst recompute.)
+    """
+    global _LAST
+    last = _LAST
+    if last is not None and last[0] is body and last[1] == limit:
+        return last[2]
+    low = _prefix(body, limit).lower()
+    if isinstance(body, (bytes, str)):
+        _LAST = (body, limit, low)
+    return low
+
+
+# ------------------------------------------------------------------ literal scanning
+
+_ANCHOR_MIN = 6
+_ANCHOR_MAX = 24
+_MAX_ANCHOR_HITS = 64
+
+Groups = tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]
+_COMMON_WORDS = (
+    b"captcha",
+    b"access",
+    b"request",
+    b"browser",
+    b"check",
+    b"you ",
+    b" you",
+    b"challenge",
+    b"block",
+    b"action",
+    b"reference",
+    b"support",
+    b"please",
+    b"human",
+    b"security",
+    b" the ",
+    b"the ",
+)
+
+
+def choose_anchors(literals: Iterable[bytes]) -> Groups:
+    """Group literals under few shared substrings ("anchors"), greedily.
+
+    The pure scan then runs one ``bytes.find`` pass per anchor instead of one per literal: at
+    each anchor hit, the literals of its group are checked in place with ``startswith``. Each
+    literal is checked at the offset of the anchor's *first* occurrence in it, which finds every
+    occurrence of the literal (each one contains that occurrence of the anchor).
+    """
+    remaining = set(literals)
+    groups = []
+    while remaining:
+        counts: Counter[bytes] = Counter()
+        for lit in remaining:
+            if len(lit) <= _ANCHOR_MIN:
+                counts[lit] += 1
+                continue
+            subs = {
+                lit[i : i + size]
+                for size in range(_ANCHOR_MIN, min(len(lit), _ANCHOR_MAX) + 1)
+                for i in range(len(lit) - size + 1)
+            }
+            counts.update(subs)
+        # Substrings that ordinary pages are full of make slow anchors (a find pass that
+        # stops every few hundred bytes): a literal keeps them only when it has nothing else.
+        rare = [a for a in counts if not any(w in a for w in _COMMON_WORDS)] or list(counts)
+        best = max(rare, key=lambda s: (counts[s], len(s), s))
+        members = sorted(lit for lit in remaining if best in lit)
+        groups.append((best, tuple((lit, lit.index(best)) for lit in members)))
+        remaining.difference_update(members)
+    return tuple(groups)
+
+
+def scan_groups(low: bytes, groups: Groups) -> set[bytes]:
+    """The literals of ``groups`` present in ``low``: one ``find`` pass per anchor."""
+    found: set[bytes] = set()
+    find = low.find
+    startswith = low.startswith
+    for anchor, members in groups:
+        pos = find(anchor)
+        if pos < 0:
+            continue
+        if len(members) == 1 and members[0][0] == anchor:
+            found.add(anchor)
+            continue
+        pending = members
+        hits = 0
+        while pos >= 0 and pending:
+            hits += 1
+            if hits > _MAX_ANCHOR_HITS:  # a common anchor: check the rest directly
+                found.update(lit for lit, _ in pending if lit in low)
+                break
+            still = []
+            for lit, off in pending:
+                if off <= pos and startswith(lit, pos - off):
+                    found.add(lit)
+                else:
+                    still.append((lit, off))
+            pending = tuple(still)
+            pos = find(anchor, pos + 1)
+    return found
+
+
+class LiteralScanner:
+    """Which of ``literals`` (lowercase bytes) occur in a lowercase view.
+
+    ``engine``: ``'auto'`` (hyperscan when importable, else pure), ``'hyperscan'`` or
+    ``'pure'``. Thread-safe: hyperscan scratch space is allocated per call.
+    """
+
+    def __init__(self, literals: Iterable[bytes], engine: str = "auto") -> None:
+        self.literals: tuple[bytes, ...] = tuple(sorted({bytes(lit) for lit in literals if lit}))
+        if engine not in ("auto", "hyperscan", "pure"):
+            raise ValueError(f"engine must be 'auto', 'hyperscan' or 'pure', got {engine!r}")
+        if engine == "hyperscan" and _hs is None:
+            raise ValueError("the 'hyperscan' engine needs the hyperscan package (pip install hyperscan)")
+        use_hs = _hs is not None and engine != "pure" and bool(self.literals)
+        self.engine = "hyperscan" if use_hs else "pure"
+        self._groups = choose_anchors(self.literals)
+        self._db: Any = None
+        if use_hs:
+            assert _hs is not None
+            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            # Hyperscan reads PCRE syntax: every byte that is not a digit or a lowercase letter
+            # is written as \\xHH, so a literal means exactly itself.
+            escaped = [_pcre_literal(lit) for lit in self.literals]
+            db.compile(
+                expressions=escaped,
+                ids=list(range(len(escaped))),
+                elements=len(escaped),
+                # Not HS_FLAG_SINGLEMATCH: with it, hyperscan 0.9.1 misses some literals that
+                # share a prefix with another (found by the engine-agreement test).
+                flags=[0] * len(escaped),
+            )
+            self._db = db
+
+    def subset(self, literals: Iterable[bytes]) -> Subset:
+        """A subset of this scanner's literals, prepared for :meth:`scan`."""
+        chosen = frozenset(literals) & frozenset(self.literals)
+        return Subset(chosen, choose_anchors(chosen) if self._db is None else ())
+
+    def scan(self, low: bytes, subset: Subset | None = None) -> set[bytes]:
+        """The literals (of ``subset``, or all) present in ``low``."""
+        if not low or not self.literals:
+            return set()
+        if self._db is None:
+            return scan_groups(low, subset.groups if subset is not None else self._groups)
+        hits: list[int] = []
+        with contextlib.suppress(_hs.ScanTerminated):  # the handler stopped it (see _collect)
+            self._db.scan(low, match_event_handler=_collect, context=hits)
+        if len(hits) >= _MAX_CALLBACKS:  # a page full of one literal: the bounded pure scan
+            found = scan_groups(low, self._groups)
+        else:
+            literals = self.literals
+            found = {literals[i] for i in hits}
+        return found & subset.literals if subset is not None else found
+
+
+class Subset:
+    """Some of a :class:`LiteralScanner`'s literals (and, for the pure engine, their anchors)."""
+
+    __slots__ = ("groups", "literals")
+
+    def __init__(self, literals: frozenset[bytes], groups: Groups) -> None:
+        self.literals = literals
+        self.groups = groups
+
+
+def _pcre_literal(lit: bytes) -> bytes:
+    return b"".join(bytes((c,)) if 48 <= c <= 57 or 97 <= c <= 122 else b"\\x%02x" % c for c in lit)
+
+
+#: Matches reported by hyperscan before a scan stops and the pure scan answers instead.
+_MAX_CALLBACKS = 4096
+
+
+def _collect(ident: int, start: int, end: int, flags: int, context: list[int]) -> bool:
+    context.append(ident)
+    return len(context) >= _MAX_CALLBACKS  # True stops the scan
+
+
+# ------------------------------------------------------------------ HTML structure
+
+_WS = b" \t\r\n\f\v"
+_HIDDEN_ELEMENTS = (b"script", b"style", b"noscript", b"template")
+_HIDDEN_FIRST = (b"s", b"n", b"t")
+
+
+def title_of(low: bytes) -> bytes:
+    """The text of the first ``<title>`` of a lowercase view, stripped (``b''`` when none)."""
+    start = low.find(b"<title")
+    if start < 0:
+        return b""
+    gt = low.find(b">", start, start + 200)
+    if gt < 0:
+        return b""
+    end = low.find(b"</title", gt, gt + 1024)
+    return low[gt + 1 : end if end >= 0 else gt + 256].strip()
+
+
+def visible_text(low: bytes, limit: int) -> bytes | None:
+    """The visible text of a lowercase view, whitespace-collapsed, or ``None`` when it reaches
+    ``limit`` characters (counting stops there: the cost is bounded by the markup read).
+
+    Text inside ``<script>``, ``<style>``, ``<noscript>``, ``<template>``, comments and the
+    ``<head>`` (the title included) does not count; reading starts at ``<body`` when there is one.
+    """
+    n = len(low)
+    i = low.find(b"<body")
+    if i < 0:
+        if b"<head" in low and b"</head" not in low:
+            return b""  # the view ends inside the head: nothing visible yet
+        i = 0
+    parts: list[bytes] = []
+    count = 0
+    while i < n:
+        lt = low.find(b"<", i)
+        end = n if lt < 0 else lt
+        if end > i:
+            words = low[i:end].split()
+            if words:
+                text = b" ".join(words)
+                count += len(text) + 1
+                if count > limit:
+                    return None
+                parts.append(text)
+        if lt < 0:
+            break
+        if low.startswith(b"<!--", lt):
+            close = low.find(b"-->", lt + 4)
+            i = n if close < 0 else close + 3
+            continue
+        if low[lt + 1 : lt + 2] in _HIDDEN_FIRST:  # <script, <style, <noscript, <template, <title
+            lt = _past_hidden(low, lt, n)
+            if lt < 0:
+                break
+        gt = low.find(b">", lt)
+        i = n if gt < 0 else gt + 1
+    return b" ".join(parts)
+
+
+def _past_hidden(low: bytes, lt: int, n: int) -> int:
+    """Where reading resumes after an element whose text is not shown (``lt`` itself when
+    the tag at ``lt`` is not one), ``-1`` when it never closes."""
+    if low.startswith(b"<title", lt):
+        close = low.find(b"</title", lt)
+        lt = n if close < 0 else close
+    hidden = next((t for t in _HIDDEN_ELEMENTS if low.startswith(t, lt + 1)), None)
+    if hidden is None:
+        return lt
+    return low.find(b"</" + hidden, lt)
+
+
+def _inside(low: bytes) -> bytes | None:
+    """The element (``script``/``style``) a lowercase prefix ends inside of, if any."""
+    for name in (b"script", b"style"):
+        if low.rfind(b"<" + name) > low.rfind(b"</" + name):
+            return name
+    return None
+
+
+class _Lowered:
+    """``body[start:end].lower()``, made a chunk at a time as reading needs it."""
+
+    __slots__ = ("body", "data", "end", "start")
+
+    def __init__(self, body: bytes, start: int, end: int) -> None:
+        self.body = body
+        self.start = start
+        self.end = end
+        self.data = b""
+
+    def _grow(self) -> bool:
+        have = len(self.data)
+        if self.start + have >= self.end:
+            return False
+        step = max(65536, have)
+        self.data += self.body[self.start + have : min(self.end, self.start + have + step)].lower()
+        return True
+
+    def find(self, needle: bytes, pos: int) -> int:
+        """``data.find`` over the whole range, lowering more of it until found or exhausted;
+        a hit is only returned with at least one byte after it loaded (for the next check)."""
+        while True:
+            at = self.data.find(needle, pos)
+            if at >= 0 and (at + len(needle) < len(self.data) or not self._grow()):
+                return at
+            if at < 0 and not self._grow():
+                return -1
+
+    def upto(self, stop: int) -> bytes:
+        """The lowercase bytes before ``stop`` (loading them as needed)."""
+        while len(self.data) < stop and self._grow():
+            pass
+        return self.data
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+def _find_open(rest: _Lowered, tag: bytes, pos: int) -> int:
+    """The next ``<tag`` element start at or after ``pos`` (not ``<scripts``), ``-1`` when none."""
+    at = rest.find(b"<" + tag, pos)
+    while at >= 0 and rest.data[at + 1 + len(tag) : at + 2 + len(tag)].isalnum():
+        at = rest.find(b"<" + tag, at + 1)
+    return at
+
+
+#: Markup read past the prefix before :func:`extended_view` checks whether the page shows content.
+PROBE_BYTES = 8192
+
+
+def extended_view(body: bytes, start: int, low_prefix: bytes, limit: int, cap: int) -> bytes:
+    """Lowercased markup of ``body[start:cap]`` with ``<script>``/``<style>`` contents skipped,
+    at most ``limit`` bytes of it (opening tags, and so their ``src`` attributes, are kept).
+
+    ``low_prefix`` is the view that ends at ``start``: when it ends inside a script or style
+    element, reading resumes after that element's end. Reading stops early, after
+    :data:`PROBE_BYTES` of markup, when that markup shows content (10 links or 1,200 visible
+    characters). The cost is bounded by ``cap``: the body is lowercased a chunk at a time, as
+    far as reading goes (at most ``cap - start`` bytes), with a few ``find`` passes over it.
+    """
+    rest = _Lowered(body, start, min(len(body), cap))
+    end = len(rest)
+    pos = 0
+    inside = _inside(low_prefix[-200_000:]) if low_prefix else None
+    if inside is not None:
+        close = rest.find(b"</" + inside, 0)
+        pos = end if close < 0 else close
+    pieces: list[bytes] = []
+    total = 0
+    # The next start of each element, found once and again only when reading passes it
+    # (so each element kind costs one pass over ``rest`` in all).
+    nxt = {b"script": _find_open(rest, b"script", pos), b"style": _find_open(rest, b"style", pos)}
+    probe = PROBE_BYTES
+    while pos < end and total < limit:
+        if total >= probe:
+            # Past the head: once the markup read shows a page's content (links, text), the
+            # rest cannot make it an interstitial; stop there.
+            probe = limit + 1
+            seen = b"".join(pieces)
+            if seen.count(b"<a ") >= 10 or visible_text(seen, 1200) is None:
+                return seen
+        for name, at in nxt.items():
+            if 0 <= at < pos:
+                nxt[name] = _find_open(rest, name, pos)
+        live = [(at, name) for name, at in nxt.items() if at >= 0]
+        at, tag = min(live) if live else (-1, b"")
+        gt = rest.find(b">", at) if at >= 0 else -1
+        stop = end if at < 0 or gt < 0 else gt + 1
+        upto = min(stop, pos + limit - total)
+        piece = rest.upto(upto)[pos:upto]
+        pieces.append(piece)
+        total += len(piece)
+        if at < 0 or gt < 0:
+            break
+        close = rest.find(b"</" + tag, stop)
+        pos = end if close < 0 else close
+    return b"".join(pieces)
