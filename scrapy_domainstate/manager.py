@@ -341,7 +341,7 @@ class DomainStateManager:
         if not self._engine_running():
             return None
         self.gate.leave(request)  # a retry's or a redirect's copy: the place of the original
-        downloader = self.crawler.engine.downloader  # type: ignore[union-attr]
+        downloader = self.crawler.engine.downloader
         key = downloader.get_slot_key(request)
         slot = downloader.slots.get(key)
         if slot is not None:
