@@ -7,9 +7,11 @@ One role a module:
 * :mod:`.verdicts`: what a remote verdict is and when a crawler adopts it (pure);
 * :mod:`.transport` and :mod:`.client`: the crawler side (capped, timed HTTP calls; the
   batched, fail-safe :class:`~.client.RemoteClient`);
-* :mod:`.validation`, :mod:`.votes`, :mod:`.service`, :mod:`.site`, :mod:`.cli`: the
-  reference service (request validation, the vote table and the consensus, the API's logic,
-  the Twisted site with its connection limits, the command line).
+* :mod:`.limits`, :mod:`.validation`, :mod:`.votes`, :mod:`.service`, :mod:`.connections`,
+  :mod:`.http`, :mod:`.files`, :mod:`.cli`: the reference service (what a request may hold,
+  request validation, the vote table and the consensus, the API's logic, bounded
+  connections, the Twisted resource and site, private files and the token file, the command
+  line).
 
 Users import from :mod:`scrapy_domainstate.remote` (the client) and
 :mod:`scrapy_domainstate.service` (the service, ``python -m scrapy_domainstate.service``).
