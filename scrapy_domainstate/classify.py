@@ -765,7 +765,7 @@ class Classifier:
         return c.regex.search(ext) if ext else None
 
     def _structural(self, status: int, low: bytes, ext: bytes, shape: _Shape | None) -> Verdict | None:
-        """An interstitial: little visible text, few links, and a cue (SPEC section 3).
+        """An interstitial: little visible text, few links, and a cue (README, "Outcomes").
 
         A title or text that asks to verify, wait or prove one is human; a captcha widget on
         a page without a field a person fills in; or a vendor's challenge script on a page that
