@@ -230,10 +230,13 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             # The PX sensor snippet sets window._pxAppId on normal pages too.
             _body("pxappid", "window._pxappid", "_pxaction", needs_block_status=True),
         ),
-        # Before akamai: Distil's (now Imperva's) "Pardon Our Interruption" pages name themselves.
+        # Distil's (now Imperva's) "Pardon Our Interruption" pages: the real captures are Distil's,
+        # not Akamai's (issue 12), so the title and text are attributed to Distil.
         "distil": (
             _body("captcha-form", "distilcaptchaform", "distil_r_captcha", "distilcallbackguard"),
             _body("identify", "distil_identify_cookie", "distil_r_blocked", needs_block_status=True),
+            _title("pardon-our-interruption", "pardon our interruption"),
+            _body("pardon-our-interruption", "pardon our interruption", interstitial=True),
         ),
         "akamai": (
             _regex(
@@ -245,8 +248,6 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 interstitial=True,
                 requires=("access denied",),
             ),
-            _title("pardon-our-interruption", "pardon our interruption"),
-            _body("pardon-our-interruption", "pardon our interruption", interstitial=True),
         ),
         "imperva": (
             # Imperva injects a _Incapsula_Resource *script* into normal pages; the block and

@@ -175,7 +175,7 @@ AKAMAI_RENDERED = AKAMAI_RAW.replace(
     "Reference&#32;&#35;18&#46;2d351ab8&#46;1557333295&#46;a4e16ab", "Reference #18.2d351ab8.1557333295.a4e16ab"
 )
 
-AKAMAI_PARDON = """<!DOCTYPE html><html><head><title>Pardon Our Interruption</title></head><body>
+DISTIL_PARDON = """<!DOCTYPE html><html><head><title>Pardon Our Interruption</title></head><body>
 <div class="container"><h1>Pardon Our Interruption</h1><p>As you were browsing something about your browser made
 us think you were a bot. There are a few reasons this might happen:</p><ul><li>You're a power user moving through
 this website with super-human speed.</li><li>You've disabled cookies in your web browser.</li></ul></div></body></html>"""
@@ -290,7 +290,7 @@ ANTIBOT_CASES: list[tuple[str, int, dict[str, str], str, str, bool]] = [
     ("perimeterx-200", 200, {}, PX_BLOCK, "challenge:perimeterx:px-captcha", False),
     ("akamai-raw", 403, {"Server": "AkamaiGHost"}, AKAMAI_RAW, "block:akamai:reference", True),
     ("akamai-rendered", 403, {"Server": "AkamaiGHost"}, AKAMAI_RENDERED, "block:akamai:reference", True),
-    ("akamai-pardon", 200, {}, AKAMAI_PARDON, "challenge:akamai:pardon-our-interruption", False),
+    ("distil-pardon", 200, {}, DISTIL_PARDON, "challenge:distil:pardon-our-interruption", False),
     (
         "imperva",
         200,
