@@ -140,6 +140,13 @@ VALID = {
     "DOMAINSTATE_FRIENDLY_MIN_FETCHES": [("8", 8), (10, 10)],
     "DOMAINSTATE_FRIENDLY_DEMOTE": [("3", 3)],
     "DOMAINSTATE_RECENT_SIZE": [("30", 30), (255, 255), (10, 10)],
+    "DOMAINSTATE_DEAD_HOLD": [("3600", 3600.0), (2 * DAY, 2 * DAY)],
+    "DOMAINSTATE_DEAD_CONFIRM_AFTER": [("600", 600.0), (0, 0.0)],
+    "DOMAINSTATE_DEAD_TTL_MAX": [("5184000", 5184000.0), (365 * DAY, 365 * DAY)],
+    "DOMAINSTATE_FRIENDLY_MIN_WINDOW": [("5", 5), (1, 1)],
+    "DOMAINSTATE_BROWSER_LEARN": [("3", 3), (1, 1)],
+    "DOMAINSTATE_BROWSER_LEARN_TTL": [("86400", DAY), (7 * DAY, 7 * DAY)],
+    "DOMAINSTATE_RENEWAL_CLEARS_RECENT": [("true", True), (False, False)],
     "DOMAINSTATE_URL_DEAD_TTL": [("3600", 3600.0), (0, 0.0)],
     "DOMAINSTATE_MAX_DOMAINS": [("1000", 1000), (1, 1)],
     "DOMAINSTATE_HEAD_PROBE": [("false", False), (False, False), ("off", False)],
@@ -305,6 +312,13 @@ BAD = {
     "DOMAINSTATE_STATS_PER_DOMAIN": ["x"],
     "DOMAINSTATE_SERVICE_RATE": [-1, "fast"],
     "DOMAINSTATE_SERVICE_QUOTA": [-1, 1.5, "lots"],
+    "DOMAINSTATE_DEAD_HOLD": [0, -1, "a day"],
+    "DOMAINSTATE_DEAD_CONFIRM_AFTER": [-1, "soon"],
+    "DOMAINSTATE_DEAD_TTL_MAX": [0, 86400, "long"],  # 86400: shorter than the 30 d dead TTL
+    "DOMAINSTATE_FRIENDLY_MIN_WINDOW": [0, -1, 2.5],
+    "DOMAINSTATE_BROWSER_LEARN": [0, "twice"],
+    "DOMAINSTATE_BROWSER_LEARN_TTL": [0, -5],
+    "DOMAINSTATE_RENEWAL_CLEARS_RECENT": ["maybe"],
 }
 
 BAD_CASES = [(name, value) for name, values in BAD.items() for value in values]
