@@ -34,7 +34,15 @@ from .record import MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
 __all__ = ["COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
 
 #: The record's fields, ``recent`` (a JSON cell) last.
-COLUMNS = (*(f.name for f in fields(DomainStat) if f.name != "recent"), "recent")
+#: Fields added in 0.2 (the dead confirmation chain, a learned "needs the browser"): after
+#: ``recent``, and optional on import (absent columns, or rows that stop before them, as an
+#: older export has them, take the defaults).
+_OPTIONAL = {"dead_visits": "0", "dead_at": "0.0", "browser_since": "0.0"}
+COLUMNS = (
+    *(f.name for f in fields(DomainStat) if f.name != "recent" and f.name not in _OPTIONAL),
+    "recent",
+    *_OPTIONAL,
+)
 _COUNTERS = ("fetch_total", "fetch_ok", "fetch_ok_empty", "tab_total", "tab_ok")
 _TIMES = ("first_seen", "last_seen", "state_changed_at", "probed_at")
 _VALID_STATES = ", ".join(s.value for s in State)
@@ -107,6 +115,9 @@ def row_of(stat: DomainStat) -> list[str]:
         "" if stat.state_expires_at is None else _time(stat.state_expires_at),
         _time(stat.probed_at),
         _recent_json(stat.recent, stat.last_seen),
+        str(int(stat.dead_visits)),
+        _time(stat.dead_at),
+        _time(stat.browser_since),
     ]
 
 
@@ -330,6 +341,8 @@ def _parse_row(cells: dict[str, str], per_hostname: bool) -> DomainStat:
     expires_text = cells["state_expires_at"].strip()
     expires = None if expires_text == "" else row.cell(_float, "state_expires_at", expires_text)
     recent = row.cell(_recent, cells["recent"], times["first_seen"])
+    dead_visits = row.cell(_int_cell, "dead_visits", cells.get("dead_visits") or "0")
+    learned = {name: row.cell(_float, name, cells.get(name) or "0.0") for name in ("dead_at", "browser_since")}
     if row.problems:
         raise _Bad("; ".join(row.problems))
     return DomainStat(
@@ -339,6 +352,8 @@ def _parse_row(cells: dict[str, str], per_hostname: bool) -> DomainStat:
         state_expires_at=expires,
         **counters,
         **times,
+        dead_visits=dead_visits,
+        **learned,
     )
 
 
@@ -408,7 +423,7 @@ def read_csv(
         return [], [RowError(1, "the header is not valid UTF-8 text")]
     minimal = set(names) <= set(MINIMAL_COLUMNS) and {"domain", "state"} <= set(names)
     expected = MINIMAL_COLUMNS if minimal else COLUMNS
-    missing = [c for c in COLUMNS if c not in names] if not minimal else []
+    missing = [c for c in COLUMNS if c not in names and c not in _OPTIONAL] if not minimal else []
     unknown = [n for n in names if n not in expected]
     dupes = sorted({n for n in names if names.count(n) > 1})
     problems = []
@@ -429,6 +444,9 @@ def read_csv(
         now = time.time() if now is None else now
         ttl = DEFAULT_TTL if ttl is None else ttl
     index = {name: i for i, name in enumerate(names)}
+    trailing_optional = 0
+    while trailing_optional < len(names) and names[len(names) - 1 - trailing_optional] in _OPTIONAL:
+        trailing_optional += 1
     seen: dict[str, int] = {}
     line = reader.line_num + 1
     n = 0
@@ -447,11 +465,14 @@ def read_csv(
         start, line = line, reader.line_num + 1
         if not cells or all(not c.strip() for c in cells):
             continue  # blank line
+        if len(names) - trailing_optional <= len(cells) < len(names):
+            cells = cells + [""] * (len(names) - len(cells))  # an older row: optional cells absent
         if len(cells) != len(names):
             hint = (
                 " (a cell holding commas, such as recent, must be in double quotes)" if len(cells) > len(names) else ""
             )
-            errors.append(RowError(start, f"expected {len(names)} fields, got {len(cells)}{hint}"))
+            expected = len(names) - trailing_optional if len(cells) < len(names) else len(names)
+            errors.append(RowError(start, f"expected {expected} fields, got {len(cells)}{hint}"))
             continue
         bad_text = _not_utf8(cells, names)
         if bad_text is not None:

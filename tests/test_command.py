@@ -119,11 +119,13 @@ def seed(db: Path, now: float) -> None:
     with opened(db) as s:
         for i in range(6):
             _rec(s, "friendly.com", now - 3 * DAY + i * 60, "fetch", "ok-contact", 200)
-        _rec(s, "dead.org", now - DAY, "head", "dead", None, "DNSLookupError")
-        _rec(s, "dead.org", now - DAY + 1, "fetch", "dead", None, "DNSLookupError")
+        # (one visit's dead signals hold the domain for a day: SPEC section 2 revised)
+        _rec(s, "dead.org", now - 3600, "head", "dead", None, "DNSLookupError")
+        _rec(s, "dead.org", now - 3600 + 1, "fetch", "dead", None, "DNSLookupError")
         _rec(s, "soft.net", now - 2 * DAY, "fetch", "antibot", 403, "cloudflare:cf-ray")
         for i in range(3):
-            _rec(s, "hard.com", now - 3600 + i, "fetch", "antibot", 429)
+            # 403 + cf-ray: a 429 does not count towards antibot-hard (SPEC section 2 revised)
+            _rec(s, "hard.com", now - 3600 + i, "fetch", "antibot", 403, "cloudflare:cf-ray")
         for i in range(5):
             _rec(s, "cold.io", now - 5 * DAY + i, "fetch", "ok-empty", 200)
         _rec(s, "unknown.de", now - 100, "fetch", "ok-contact", 200)
@@ -232,7 +234,9 @@ def test_stats(work: Path, db: Path) -> None:
     assert data["states"] == {
         s.value: {"count": n, "share": round(n / 10, 6)} for s, n in expected.items()
     }  # all six, zeros included
-    assert data["expiring"] == {"24h": 1, "7d": 6}  # expiring.com; + the unknown ones and soft.net
+    # expiring.com and dead.org (one visit's dead signals hold it a day: SPEC section 2
+    # revised); + the unknown ones and soft.net
+    assert data["expiring"] == {"24h": 2, "7d": 7}
     assert data["expired"] == 2
 
 
