@@ -314,7 +314,7 @@ BAD = {
     "DOMAINSTATE_SERVICE_QUOTA": [-1, 1.5, "lots"],
     "DOMAINSTATE_DEAD_HOLD": [0, -1, "a day"],
     "DOMAINSTATE_DEAD_CONFIRM_AFTER": [-1, "soon"],
-    "DOMAINSTATE_DEAD_TTL_MAX": [0, 86400, "long"],  # 86400: shorter than the 30 d dead TTL
+    "DOMAINSTATE_DEAD_TTL_MAX": [0, "long"],
     "DOMAINSTATE_FRIENDLY_MIN_WINDOW": [0, -1, 2.5],
     "DOMAINSTATE_BROWSER_LEARN": [0, "twice"],
     "DOMAINSTATE_BROWSER_LEARN_TTL": [0, -5],
