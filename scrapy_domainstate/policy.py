@@ -426,6 +426,17 @@ class Policy:
         return entry.outcome not in _HOST_ONLY
 
     @staticmethod
+    def domain_entry(entry: RecentEntry) -> RecentEntry | None:
+        """What the domain's record gets of an outcome of a request to a non-root host:
+        the entry itself (:meth:`for_domain`), or, for a HEAD probe whose verdict is the
+        host's, a ``no-verdict`` HEAD (the probe of the period was sent), or nothing."""
+        if Policy.for_domain(entry):
+            return entry
+        if entry.method is Method.HEAD:
+            return RecentEntry(entry.at, Method.HEAD, Outcome.NO_VERDICT, entry.status, entry.error_class)
+        return None
+
+    @staticmethod
     def decide_with_host(
         domain: tuple[Decision, State, float | None], host: tuple[Decision, State, float | None] | None
     ) -> tuple[Decision, State, float | None]:
