@@ -441,7 +441,11 @@ class Policy:
         domain: tuple[Decision, State, float | None], host: tuple[Decision, State, float | None] | None
     ) -> tuple[Decision, State, float | None]:
         """The decision for a request to a non-root host: the host's own ``dead`` or ``cold``
-        skips it; otherwise the domain decides. Both as ``store.decide`` returns them."""
+        skips it. The domain's own ``dead`` or ``cold`` are the facts of its root host: the
+        other hosts then decide from their own record. Otherwise the domain decides (anti-bot
+        and friendly evidence are shared). Both as ``store.decide`` returns them."""
         if host is not None and host[1] in _HOST_SKIP:
             return Decision.SKIP, host[1], host[2]
+        if host is not None and domain[1] in _HOST_SKIP:
+            return host
         return domain

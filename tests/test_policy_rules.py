@@ -265,7 +265,9 @@ HOST_FACTS = [
     # subdomain, for the domain itself
     ("dead-subdomain", DNS2, [step(F, CONTACT)], Decision.SKIP, Decision.FETCH_THEN_BROWSER),
     ("empty-subdomain", [step(F, EMPTY)] * 5, [step(F, CONTACT)], Decision.SKIP, Decision.FETCH_THEN_BROWSER),
-    ("dead-root-live-subdomain", [step(F, CONTACT)], DNS2, Decision.SKIP, Decision.SKIP),
+    # the root's dead signals are the root host's: a live subdomain decides from its own
+    # record (not probed yet: it probes). (The root cannot go cold while a subdomain yields.)
+    ("dead-root-live-subdomain", [step(F, CONTACT)], DNS2, Decision.PROBE, Decision.SKIP),
     ("walled-subdomain-walls-the-site", [A403] * 3, [], Decision.BROWSER, Decision.BROWSER),
     ("friendly-from-any-host", [step(F, CONTACT)] * 3, [step(F, CONTACT)] * 2, Decision.FETCH, Decision.FETCH),
 ]

@@ -76,6 +76,10 @@ class Judge:
             judged = evidence.with_usefulness(judged, Outcome.OK_CONTACT if contact else Outcome.OK_EMPTY)
         return judged
 
+    def reissued(self) -> frozenset[int]:
+        """The GET results a ``fetch-then-browser`` request re-issues in the browser (any page)."""
+        return frozenset(r for r in VERDICTS if self.answer(r, False, True, True).reissue)
+
     def probe(self, result: int, is_root: bool) -> Verdict:
         """What the HEAD probe records for a HEAD answered with ``result``."""
         key = (result, is_root)

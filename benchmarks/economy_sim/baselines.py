@@ -24,58 +24,73 @@ the caller.
 from __future__ import annotations
 
 from . import world as w
-from .answers import Judge
 from .world import Page
 
 __all__ = ["browser", "fallback", "fixable", "oracle", "plain"]
 
-Visit = tuple[int, int, list[bool]]
+Visit = tuple[int, int, int]
+"""``(requests, renders, found)``; ``found``: a bit per page whose contacts were found."""
 
 #: Failures a second request (a render) can get past: the oracle's re-issue rule.
 _TRANSIENT = frozenset({w.TIMEOUT, w.SERVER_ERROR, w.SERVER_ERROR_500, w.CHALLENGE, w.BLOCKED, w.JS_SHELL})
 _RENDER_KINDS = frozenset({w.WALL, w.BLOCK, w.SHELL})
+OK = w.OK
 
 
 def plain(pages: list[Page]) -> Visit:
-    return len(pages), 0, [c and g == w.OK for g, _, _, c in pages]
+    found = 0
+    for i, (g, _, _, c) in enumerate(pages):
+        if c and g == OK:
+            found |= 1 << i
+    return len(pages), 0, found
 
 
 def fallback(pages: list[Page]) -> Visit:
-    renders = sum(1 for g, _, _, _ in pages if g != w.OK)
-    found = [c and w.OK in (g, t) for g, t, _, c in pages]
+    renders = found = 0
+    for i, (g, t, _, c) in enumerate(pages):
+        if g != OK:
+            renders += 1
+        if c and OK in (g, t):
+            found |= 1 << i
     return len(pages) + renders, renders, found
 
 
-def fixable(pages: list[Page], judge: Judge) -> Visit:
-    renders = 0
-    found = []
-    for g, t, _, c in pages:
-        if judge.answer(g, False, True, c).reissue:
+def fixable(pages: list[Page], reissued: frozenset[int]) -> Visit:
+    """``reissued``: the GET results the plugin's evidence rules re-issue (:meth:`.Judge.reissued`)."""
+    renders = found = 0
+    for i, (g, t, _, c) in enumerate(pages):
+        if g in reissued:
             renders += 1
-            found.append(c and t == w.OK)
-        else:
-            found.append(c and g == w.OK)
+            if c and t == OK:
+                found |= 1 << i
+        elif c and g == OK:
+            found |= 1 << i
     return len(pages) + renders, renders, found
 
 
 def browser(pages: list[Page]) -> Visit:
-    return len(pages), len(pages), [c and t == w.OK for _, t, _, c in pages]
+    found = 0
+    for i, (_, t, _, c) in enumerate(pages):
+        if c and t == OK:
+            found |= 1 << i
+    return len(pages), len(pages), found
 
 
 def oracle(pages: list[Page], behaviour: int, contactless: bool) -> Visit:
     if behaviour == w.DEAD or contactless:
-        return 0, 0, [False] * len(pages)
-    requests = renders = 0
-    found = []
+        return 0, 0, 0
+    requests = renders = found = 0
     render_first = behaviour in _RENDER_KINDS
-    for g, t, _, c in pages:
+    for i, (g, t, _, c) in enumerate(pages):
         if g == w.URL_404:
-            found.append(False)
-        elif render_first or g in _TRANSIENT:
+            continue
+        if render_first or g in _TRANSIENT:
             requests += 1 + (not render_first)
             renders += 1
-            found.append(c and t == w.OK)
+            if c and t == OK:
+                found |= 1 << i
         else:
             requests += 1
-            found.append(c and g == w.OK)
+            if c and g == OK:
+                found |= 1 << i
     return requests, renders, found

@@ -123,15 +123,16 @@ class PluginVisit:
 
     # ------------------------------------------------------------ a visit
 
-    def visit(self, host: int, pages: list[Page], now: float, pace: float) -> list[bool]:
-        """One visit of a host's pages from ``now``; returns per page whether contacts were found."""
+    def visit(self, host: int, pages: list[Page], now: float, pace: float) -> int:
+        """One visit of a host's pages from ``now``; returns a bit per page whose contacts were found."""
         self.requests = self.renders = self.heads = 0
-        found = [False] * len(pages)
+        found = 0
         why: list[tuple[Decision, State | str]] = []
         inflight: deque[tuple[int, Decision, float]] = deque()
+        window = self.window
         for page, p in enumerate(pages):
-            if len(inflight) >= self.window:
-                self._finish(host, pages, found, inflight.popleft())
+            if len(inflight) >= window:  # the outcome of the oldest request in flight returns
+                found |= self._finish(host, pages, inflight.popleft())
             decision, state = self._open(host, page, p, now)
             why.append((decision, state))
             if decision is not SKIP:
@@ -139,11 +140,11 @@ class PluginVisit:
                 self.renders += decision is BROWSER
                 inflight.append((page, decision, now))
             now += pace
-        while inflight:
-            self._finish(host, pages, found, inflight.popleft())
+        for sent in inflight:
+            found |= self._finish(host, pages, sent)
         self.why = why
         return found
 
-    def _finish(self, host: int, pages: list[Page], found: list[bool], sent: tuple[int, Decision, float]) -> None:
+    def _finish(self, host: int, pages: list[Page], sent: tuple[int, Decision, float]) -> int:
         page, decision, at = sent
-        found[page] = self._close(host, page, pages[page], decision, at)
+        return self._close(host, page, pages[page], decision, at) << page

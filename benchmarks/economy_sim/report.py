@@ -58,10 +58,11 @@ def assemble(kind_names: list[str], kinds: list[int], per_round: list[Any], para
     """The JSON-able result of a run (``per_round``: the rounds' counts)."""
     render_cost = params["render_cost"]
     total = {p: dict.fromkeys(METRICS, 0) for p in POLICIES}
-    for r in per_round:
+    rows = [r.policies for r in per_round]
+    for r in rows:
         for p in POLICIES:
             for m in METRICS:
-                total[p][m] += r.policies[p][m]
+                total[p][m] += r[p][m]
     population: dict[str, int] = dict.fromkeys(kind_names, 0)
     for k in kinds:
         population[kind_names[k]] += 1
@@ -78,12 +79,15 @@ def assemble(kind_names: list[str], kinds: list[int], per_round: list[Any], para
     result = {
         "params": params,
         "population": population,
-        "rounds": [{p: _with_ratios(r.policies[p], render_cost) for p in POLICIES} for r in per_round],
+        "rounds": [{p: _with_ratios(r[p], render_cost) for p in POLICIES} for r in rows],
         "total": {p: _with_ratios(total[p], render_cost) for p in POLICIES},
         "by_kind": by_kind,
-        "decisions": [dict(sorted(r.decisions.items())) for r in per_round],
-        "states": [{f"{kind_names[k]}|{s}": n for (k, s), n in sorted(r.states.items())} for r in per_round],
-        "losses": [{f"{d}|{s}": n for (d, s), n in sorted(r.losses.items(), key=lambda kv: -kv[1])} for r in per_round],
+        "decisions": [dict(sorted((str(d), n) for d, n in r.decisions.items())) for r in per_round],
+        "states": [dict(sorted((f"{kind_names[k]}|{s}", n) for (k, s), n in r.states.items())) for r in per_round],
+        "losses": [
+            dict(sorted(((f"{d}|{s}", n) for (d, s), n in r.losses.items()), key=lambda kv: (-kv[1], kv[0])))
+            for r in per_round
+        ],
     }
     result["targets"] = evaluate_targets(result)
     return result

@@ -66,40 +66,65 @@ class _Round:
     """The counts of one round, filled visit by visit."""
 
     def __init__(self, n_kinds: int) -> None:
-        self.policies = {p: dict.fromkeys(METRICS, 0) for p in POLICIES}
-        self.by_kind = {p: [[0, 0, 0, 0] for _ in range(n_kinds)] for p in BY_KIND}
-        self.decisions: dict[str, int] = {}
-        self.states: dict[tuple[int, str], int] = {}
-        self.losses: dict[tuple[str, str], int] = {}
+        #: per policy: requests, robots, renders, contacts, sites, lost, gained
+        self.rows = [[0] * 7 for _ in POLICIES]
+        self.heads = 0
+        #: per policy of BY_KIND, per kind: requests, renders, contacts, sites
+        self.kinds = [[[0, 0, 0, 0] for _ in range(n_kinds)] if p in BY_KIND else None for p in POLICIES]
+        self.decisions: dict[Any, int] = {}
+        self.states: dict[tuple[int, Any], int] = {}
+        self.losses: dict[tuple[Any, Any], int] = {}
 
-    def add(self, policy: str, kind: int, visit: tuple[int, int, list[bool]], ref: list[bool], robots: bool) -> None:
-        requests, renders, found = visit
-        row = self.policies[policy]
-        robots_sent = robots and requests > 0
-        contacts = sum(found)
-        row["requests"] += requests + robots_sent
-        row["robots"] += robots_sent
-        row["renders"] += renders
-        row["contacts"] += contacts
-        row["sites"] += contacts > 0
-        row["lost"] += sum(1 for a, b in zip(ref, found, strict=True) if a and not b)
-        row["gained"] += sum(1 for a, b in zip(ref, found, strict=True) if b and not a)
-        table = self.by_kind.get(policy)
-        if table is not None:
-            cell = table[kind]
-            cell[0] += requests + robots_sent
-            cell[1] += renders
-            cell[2] += contacts
-            cell[3] += contacts > 0
+    def add(self, kind: int, visits: tuple[tuple[int, int, int], ...], ref: int, robots: bool) -> None:
+        """One host visit of every policy (``found`` and ``ref``: a bit per page with contacts found)."""
+        for (requests, renders, found), row, table in zip(visits, self.rows, self.kinds, strict=True):
+            sent = requests + (robots and requests > 0)
+            contacts = found.bit_count()
+            row[0] += sent
+            row[1] += sent - requests
+            row[2] += renders
+            row[3] += contacts
+            row[4] += found != 0
+            if found != ref:
+                row[5] += (ref & ~found).bit_count()
+                row[6] += (found & ~ref).bit_count()
+            if table is not None:
+                cell = table[kind]
+                cell[0] += sent
+                cell[1] += renders
+                cell[2] += contacts
+                cell[3] += found != 0
 
-    def plugin_detail(self, kind: int, why: list, ref: list[bool], found: list[bool]) -> None:
+    @property
+    def policies(self) -> dict[str, dict[str, int]]:
+        out = {}
+        for p, row in zip(POLICIES, self.rows, strict=True):
+            requests, robots, renders, contacts, sites, lost, gained = row
+            out[p] = {
+                "requests": requests,
+                "renders": renders,
+                "heads": self.heads if p == "domainstate" else 0,
+                "robots": robots,
+                "contacts": contacts,
+                "sites": sites,
+                "lost": lost,
+                "gained": gained,
+            }
+        return out
+
+    @property
+    def by_kind(self) -> dict[str, list[list[int]]]:
+        return {p: t for p, t in zip(POLICIES, self.kinds, strict=True) if t is not None}
+
+    def plugin_detail(self, kind: int, why: list, ref: int, found: int) -> None:
+        decisions = self.decisions
         for decision, _ in why:
-            self.decisions[decision.value] = self.decisions.get(decision.value, 0) + 1
-        first = (kind, str(why[0][1]))
+            decisions[decision] = decisions.get(decision, 0) + 1
+        first = (kind, why[0][1])
         self.states[first] = self.states.get(first, 0) + 1
-        for (decision, state), a, b in zip(why, ref, found, strict=True):
-            if a and not b:
-                key = (decision.value, str(state))
+        lost = ref & ~found
+        for i, key in enumerate(why):
+            if lost >> i & 1:
                 self.losses[key] = self.losses.get(key, 0) + 1
 
 
@@ -109,6 +134,7 @@ class _Crawl:
     def __init__(self, world: w.World, store: DomainStore, config: Config) -> None:
         self.world = world
         self.judge = Judge()
+        self.reissued = self.judge.reissued()
         names, hosts = world.domain_names(config.per_hostname)
         self.plugin = PluginVisit(store, config, self.judge, names, hosts, world.concurrency)
         contact = world.contact_thr
@@ -129,20 +155,20 @@ class _Crawl:
         return counts
 
     def _account(self, counts: _Round, host: int, rnd: int, pages: list[w.Page], now: float) -> None:
-        world = self.world
+        world, plugin = self.world, self.plugin
         kind = world.kind[host]
-        robots = world.robots
         ref = baselines.fallback(pages)
-        found = self.plugin.visit(host, pages, now, world.page_seconds)
-        plugin = self.plugin
-        counts.add("plain", kind, baselines.plain(pages), ref[2], robots)
-        counts.add("fallback", kind, ref, ref[2], robots)
-        counts.add("fixable", kind, baselines.fixable(pages, self.judge), ref[2], robots)
-        counts.add("browser", kind, baselines.browser(pages), ref[2], robots)
-        counts.add("domainstate", kind, (plugin.requests, plugin.renders, found), ref[2], robots)
-        counts.policies["domainstate"]["heads"] += plugin.heads
-        oracle = baselines.oracle(pages, world.behaviour(host, rnd), self.contactless[host])
-        counts.add("oracle", kind, oracle, ref[2], robots)
+        found = plugin.visit(host, pages, now, world.page_seconds)
+        visits = (  # in POLICIES order
+            baselines.plain(pages),
+            ref,
+            baselines.fixable(pages, self.reissued),
+            baselines.browser(pages),
+            (plugin.requests, plugin.renders, found),
+            baselines.oracle(pages, world.behaviour(host, rnd), self.contactless[host]),
+        )
+        counts.add(kind, visits, ref[2], world.robots)
+        counts.heads += plugin.heads
         counts.plugin_detail(kind, plugin.why, ref[2], found)
 
 
