@@ -454,6 +454,13 @@ SETTINGS: tuple[Setting, ...] = (
         example='"14d"',
     ),
     _s(
+        "DOMAINSTATE_FRIENDLY_FALLBACK",
+        False,
+        "bool",
+        "Re-issue a friendly domain's failed fetch in the browser when a browser can fix it (timeouts, 503, "
+        "challenges); off: friendly is fetch only, as the state table says.",
+    ),
+    _s(
         "DOMAINSTATE_RENEWAL_CLEARS_RECENT",
         False,
         "bool",
@@ -643,6 +650,7 @@ class Config:
     friendly_min_window: int = FROM_TABLE
     browser_learn: int = FROM_TABLE
     browser_learn_ttl: float = FROM_TABLE
+    friendly_fallback: bool = FROM_TABLE
     renewal_clears_recent: bool = FROM_TABLE
     url_dead_ttl: float = FROM_TABLE
     max_domains: int = FROM_TABLE

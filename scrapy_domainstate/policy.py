@@ -212,6 +212,8 @@ class Policy:
             if self.config.head_probe and not probed_at:
                 return Decision.PROBE
             return Decision.FETCH_THEN_BROWSER
+        if state is State.FRIENDLY and self.config.friendly_fallback:
+            return Decision.FETCH_THEN_BROWSER
         return _DECISIONS[state]
 
     def decide(self, stat: DomainStat | None, now: float) -> Decision:
@@ -431,6 +433,9 @@ class Policy:
         the entry itself (:meth:`for_domain`), or, for a HEAD probe whose verdict is the
         host's, a ``no-verdict`` HEAD (the probe of the period was sent), or nothing."""
         if Policy.for_domain(entry):
+            if entry.error_class == SHELL_RENDER:
+                # Client rendering is the host's (its own software): the domain learns nothing.
+                return RecentEntry(entry.at, entry.method, entry.outcome, entry.status, None)
             return entry
         if entry.method is Method.HEAD:
             return RecentEntry(entry.at, Method.HEAD, Outcome.NO_VERDICT, entry.status, entry.error_class)
@@ -442,10 +447,13 @@ class Policy:
     ) -> tuple[Decision, State, float | None]:
         """The decision for a request to a non-root host: the host's own ``dead`` or ``cold``
         skips it. The domain's own ``dead`` or ``cold`` are the facts of its root host: the
-        other hosts then decide from their own record. Otherwise the domain decides (anti-bot
+        other hosts then decide from their own record, as they do once they are learned as
+        client-rendered (their browser need is theirs). Otherwise the domain decides (anti-bot
         and friendly evidence are shared). Both as ``store.decide`` returns them."""
         if host is not None and host[1] in _HOST_SKIP:
             return Decision.SKIP, host[1], host[2]
-        if host is not None and domain[1] in _HOST_SKIP:
-            return host
+        if host is not None and (
+            domain[1] in _HOST_SKIP or (host[0] is Decision.BROWSER and domain[0] is not Decision.SKIP)
+        ):
+            return host  # the root's dead/cold are its own; a host learned as client-rendered renders
         return domain

@@ -147,6 +147,7 @@ VALID = {
     "DOMAINSTATE_BROWSER_LEARN": [("3", 3), (1, 1)],
     "DOMAINSTATE_BROWSER_LEARN_TTL": [("86400", DAY), (7 * DAY, 7 * DAY)],
     "DOMAINSTATE_RENEWAL_CLEARS_RECENT": [("true", True), (False, False)],
+    "DOMAINSTATE_FRIENDLY_FALLBACK": [("on", True), (False, False)],
     "DOMAINSTATE_URL_DEAD_TTL": [("3600", 3600.0), (0, 0.0)],
     "DOMAINSTATE_MAX_DOMAINS": [("1000", 1000), (1, 1)],
     "DOMAINSTATE_HEAD_PROBE": [("false", False), (False, False), ("off", False)],
@@ -319,6 +320,7 @@ BAD = {
     "DOMAINSTATE_BROWSER_LEARN": [0, "twice"],
     "DOMAINSTATE_BROWSER_LEARN_TTL": [0, -5],
     "DOMAINSTATE_RENEWAL_CLEARS_RECENT": ["maybe"],
+    "DOMAINSTATE_FRIENDLY_FALLBACK": ["sometimes"],
 }
 
 BAD_CASES = [(name, value) for name, values in BAD.items() for value in values]

@@ -253,8 +253,9 @@ def _host_sim(host_steps, domain_steps):
             if is_host:
                 if Policy.for_host(entry):
                     host, _ = policy.observe(host, "shop.example.com", entry)
-                if Policy.for_domain(entry):
-                    domain, _ = policy.observe(domain, "example.com", entry)
+                to_domain = Policy.domain_entry(entry)
+                if to_domain is not None:
+                    domain, _ = policy.observe(domain, "example.com", to_domain)
             else:
                 domain, _ = policy.observe(domain, "example.com", entry)
     return policy, host, domain, t
@@ -270,6 +271,14 @@ HOST_FACTS = [
     ("dead-root-live-subdomain", [step(F, CONTACT)], DNS2, Decision.PROBE, Decision.SKIP),
     ("walled-subdomain-walls-the-site", [A403] * 3, [], Decision.BROWSER, Decision.BROWSER),
     ("friendly-from-any-host", [step(F, CONTACT)] * 3, [step(F, CONTACT)] * 2, Decision.FETCH, Decision.FETCH),
+    # client rendering is the host's own: the subdomain renders at once, the domain does not learn it
+    (
+        "client-rendered-subdomain",
+        [step(H, NO_VERDICT), step(T, CONTACT, SHELL_RENDER), step(T, CONTACT, SHELL_RENDER)],
+        [],
+        Decision.BROWSER,
+        Decision.FETCH_THEN_BROWSER,
+    ),
 ]
 
 

@@ -84,13 +84,17 @@ def assemble(kind_names: list[str], kinds: list[int], per_round: list[Any], para
         "by_kind": by_kind,
         "decisions": [dict(sorted((str(d), n) for d, n in r.decisions.items())) for r in per_round],
         "states": [dict(sorted((f"{kind_names[k]}|{s}", n) for (k, s), n in r.states.items())) for r in per_round],
-        "losses": [
-            dict(sorted(((f"{d}|{s}", n) for (d, s), n in r.losses.items()), key=lambda kv: (-kv[1], kv[0])))
-            for r in per_round
-        ],
+        "losses": [_losses(kind_names, r.losses) for r in per_round],
+        "fixable_losses": [_losses(kind_names, r.fixable_losses) for r in per_round],
     }
     result["targets"] = evaluate_targets(result)
     return result
+
+
+def _losses(kind_names: list[str], losses: Mapping[tuple[int, Any, Any], int]) -> dict[str, int]:
+    """``kind|decision|state -> pages``, largest first."""
+    named = ((f"{kind_names[k]}|{d}|{s}", n) for (k, d, s), n in losses.items())
+    return dict(sorted(named, key=lambda kv: (-kv[1], kv[0])))
 
 
 def _target_rounds(scope: str, n: int) -> list[int]:
@@ -243,9 +247,10 @@ def kind_lines(result: Mapping[str, Any]) -> list[str]:
             "  state at a host's first request (kind|state: hosts): "
             + ", ".join(f"{k}: {v:,}" for k, v in states.items())
         )
-        losses = result["losses"][i]
-        lines.append(
-            "  scrapy-domainstate's lost pages by decision|state: "
-            + (", ".join(f"{k}: {v:,}" for k, v in losses.items()) or "none")
-        )
+        for key, label in (("fixable_losses", "the fixable fallback"), ("losses", "fetch + fallback")):
+            losses = result[key][i]
+            lines.append(
+                f"  pages with contacts {label} finds and scrapy-domainstate does not, by kind|decision|state: "
+                + (", ".join(f"{k}: {v:,}" for k, v in losses.items()) or "none")
+            )
     return lines

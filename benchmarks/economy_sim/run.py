@@ -73,7 +73,9 @@ class _Round:
         self.kinds = [[[0, 0, 0, 0] for _ in range(n_kinds)] if p in BY_KIND else None for p in POLICIES]
         self.decisions: dict[Any, int] = {}
         self.states: dict[tuple[int, Any], int] = {}
-        self.losses: dict[tuple[Any, Any], int] = {}
+        self.losses: dict[tuple[int, Any, Any], int] = {}
+        #: pages whose contacts the fixable fallback finds and the plugin does not, by kind, decision, state
+        self.fixable_losses: dict[tuple[int, Any, Any], int] = {}
 
     def add(self, kind: int, visits: tuple[tuple[int, int, int], ...], ref: int, robots: bool) -> None:
         """One host visit of every policy (``found`` and ``ref``: a bit per page with contacts found)."""
@@ -116,16 +118,16 @@ class _Round:
     def by_kind(self) -> dict[str, list[list[int]]]:
         return {p: t for p, t in zip(POLICIES, self.kinds, strict=True) if t is not None}
 
-    def plugin_detail(self, kind: int, why: list, ref: int, found: int) -> None:
+    def plugin_detail(self, kind: int, why: list, ref: int, fixable: int, found: int) -> None:
         decisions = self.decisions
         for decision, _ in why:
             decisions[decision] = decisions.get(decision, 0) + 1
         first = (kind, why[0][1])
         self.states[first] = self.states.get(first, 0) + 1
-        lost = ref & ~found
-        for i, key in enumerate(why):
-            if lost >> i & 1:
-                self.losses[key] = self.losses.get(key, 0) + 1
+        for mask, losses in ((ref & ~found, self.losses), (fixable & ~found, self.fixable_losses)):
+            for i, key in enumerate(why):
+                if mask >> i & 1:
+                    losses[(kind, *key)] = losses.get((kind, *key), 0) + 1
 
 
 class _Crawl:
@@ -169,7 +171,7 @@ class _Crawl:
         )
         counts.add(kind, visits, ref[2], world.robots)
         counts.heads += plugin.heads
-        counts.plugin_detail(kind, plugin.why, ref[2], found)
+        counts.plugin_detail(kind, plugin.why, ref[2], visits[2][2], found)
 
 
 def _make_store(kind: str, config: Config, policy: Policy) -> DomainStore:

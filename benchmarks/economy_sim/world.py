@@ -158,6 +158,7 @@ class World:
         self.change = [0] * n  # round (1-based) from which `after` applies; 0: never
         self.contact_thr = [0] * n
         self.contact_page_thr = [0] * n
+        self.contact_page = [-1] * n  # index of the site's contact page (-1: none)
         self.error_thr = [0] * n
         self.challenge_thr = [0] * n
         self.head_404 = [False] * n
@@ -197,6 +198,8 @@ class World:
         h3 = mix64(h2 ^ 0x8EBC6AF09C88C6E3)
         cp = spec.contact_page
         self.contact_page_thr[i] = self.contact_thr[i] if cp is None else _thr(_in_range(*cp, (h3 >> 16) & 0xFFFF))
+        # the contact page: any URL but the root (a site of one page has none)
+        self.contact_page[i] = 1 + (h3 >> 32) % (self.pages[i] - 1) if self.pages[i] > 1 else -1
         if spec.drifts:
             lo, hi = self._drift
             self.change[i] = lo + (h3 & 0xFFFF) % (hi - lo + 1)
@@ -236,7 +239,7 @@ class World:
         return [self._live_page(host, beh, h_round, page, n) for page in range(n)]
 
     def _contact(self, host: int, page: int, n: int, hp: int) -> bool:
-        thr = self.contact_page_thr[host] if page == n - 1 and n > 1 else self.contact_thr[host]
+        thr = self.contact_page_thr[host] if page == self.contact_page[host] else self.contact_thr[host]
         return (hp & 0xFFFF) < thr
 
     def _dead_page(self, host: int, beh: int, outage: int | None, h_round: int, page: int) -> Page:
