@@ -57,7 +57,7 @@ def shipped_mixes() -> list[Path]:
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in over.items():
-        if key == "kinds" or not isinstance(value, Mapping) or not isinstance(out.get(key), dict):
+        if key in ("kinds", "pages") or not isinstance(value, Mapping) or not isinstance(out.get(key), dict):
             out[key] = copy.deepcopy(value)
         else:
             out[key].update(copy.deepcopy(dict(value)))
@@ -76,7 +76,8 @@ def _read(path: str | Path) -> Mapping[str, Any]:
 
 
 def load_mix(mix: str | Path | Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The default mix, updated by a mix file or mapping, validated."""
+    """The default mix, updated by a mix file or mapping, validated. Sections given replace
+    the default's keys one by one; ``kinds`` and ``pages`` replace the whole section."""
     with open(DEFAULT_MIX_PATH, encoding="utf-8") as f:
         base = json.load(f)
     if mix is not None:
@@ -230,11 +231,11 @@ def _validate_crawl(crawl: Mapping[str, Any]) -> None:
 def validate(mix: dict[str, Any]) -> None:
     """Raise :class:`MixError` naming the first bad entry."""
     try:
-        _validate_kinds(mix)
+        _validate_noise(mix["noise"])
         for name, value in _documented(mix["contacts"]).items():
             check_range(f"contacts.{name}", value)
+        _validate_kinds(mix)
         page_weights("pages", mix["pages"])
-        _validate_noise(mix["noise"])
         _weights("dead", _documented(mix["dead"]))
         unknown = set(_documented(mix["dead"])) - set(DEAD_TYPES)
         if unknown:
