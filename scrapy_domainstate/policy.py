@@ -428,6 +428,17 @@ class Policy:
         return entry.outcome not in _HOST_ONLY
 
     @staticmethod
+    def host_entry(entry: RecentEntry) -> RecentEntry | None:
+        """What the host's record gets of an outcome of a request to it: the entry itself
+        (:meth:`for_host`), or, for a HEAD probe whose verdict is the domain's, a
+        ``no-verdict`` HEAD (the host's probe of the period was sent), or nothing."""
+        if Policy.for_host(entry):
+            return entry
+        if entry.method is Method.HEAD:
+            return RecentEntry(entry.at, Method.HEAD, Outcome.NO_VERDICT, entry.status, entry.error_class)
+        return None
+
+    @staticmethod
     def domain_entry(entry: RecentEntry) -> RecentEntry | None:
         """What the domain's record gets of an outcome of a request to a non-root host:
         the entry itself (:meth:`for_domain`), or, for a HEAD probe whose verdict is the

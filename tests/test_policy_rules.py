@@ -251,8 +251,9 @@ def _host_sim(host_steps, domain_steps):
             t += 1
             entry = RecentEntry(t, method, outcome, status, error_class)
             if is_host:
-                if Policy.for_host(entry):
-                    host, _ = policy.observe(host, "shop.example.com", entry)
+                to_host = Policy.host_entry(entry)
+                if to_host is not None:
+                    host, _ = policy.observe(host, "shop.example.com", to_host)
                 to_domain = Policy.domain_entry(entry)
                 if to_domain is not None:
                     domain, _ = policy.observe(domain, "example.com", to_domain)
@@ -269,6 +270,13 @@ HOST_FACTS = [
     # the root's dead signals are the root host's: a live subdomain decides from its own
     # record (not probed yet: it probes). (The root cannot go cold while a subdomain yields.)
     ("dead-root-live-subdomain", [step(F, CONTACT)], DNS2, Decision.PROBE, Decision.SKIP),
+    (
+        "dead-root-probed-subdomain",
+        [step(H, NO_VERDICT), step(F, CONTACT)],
+        DNS2,
+        Decision.FETCH_THEN_BROWSER,
+        Decision.SKIP,
+    ),
     ("walled-subdomain-walls-the-site", [A403] * 3, [], Decision.BROWSER, Decision.BROWSER),
     ("friendly-from-any-host", [step(F, CONTACT)] * 3, [step(F, CONTACT)] * 2, Decision.FETCH, Decision.FETCH),
     # client rendering is the host's own: the subdomain renders at once, the domain does not learn it

@@ -56,8 +56,9 @@ class PluginVisit:
         if hkey is None:
             self.store.record(self.names[host], entry)
             return
-        if Policy.for_host(entry):
-            self.store.record(hkey, entry)
+        to_host = Policy.host_entry(entry)
+        if to_host is not None:
+            self.store.record(hkey, to_host)
         to_domain = Policy.domain_entry(entry)
         if to_domain is not None:
             self.store.record(self.names[host], to_domain)
