@@ -30,6 +30,7 @@ __all__ = ["PluginVisit"]
 
 SKIP, PROBE, FTB, BROWSER = Decision.SKIP, Decision.PROBE, Decision.FETCH_THEN_BROWSER, Decision.BROWSER
 HEAD, GET, TAB = Method.HEAD, Method.FETCH, Method.TAB
+_INF = float("inf")
 
 
 class PluginVisit:
@@ -46,12 +47,14 @@ class PluginVisit:
         self.url_dead_ttl = config.url_dead_ttl
         self._marked: set[int] = set()  # hosts with URLs marked dead (the manager's per-domain mark)
         self.requests = self.renders = self.heads = 0
+        self._decided: tuple[Decision, State, float] | None = None
         #: (decision, state) of each page of the last visit.
         self.why: list[tuple[Decision, State | str]] = []
 
     # ------------------------------------------------------------ recording
 
     def _record(self, host: int, entry: RecentEntry) -> None:
+        self._decided = None  # the records changed: decide again
         hkey = self.hosts[host]
         if hkey is None:
             self.store.record(self.names[host], entry)
@@ -69,10 +72,21 @@ class PluginVisit:
     # ------------------------------------------------------------ deciding
 
     def _decide(self, host: int, now: float) -> tuple[Decision, State]:
+        # A decision depends on the records and, through their expiry, on the clock only: until
+        # something is recorded or a record expires, the next request gets the same answer
+        # (the manager asks the store each time; the simulator saves the reads).
+        cached = self._decided
+        if cached is not None and now < cached[2]:
+            return cached[0], cached[1]
         decision, state, expires = self.store.decide(self.names[host], now)
+        until = _INF if expires is None else expires
         hkey = self.hosts[host]
         if hkey is not None:
-            decision, state, _ = Policy.decide_with_host((decision, state, expires), self.store.decide(hkey, now))
+            hosted = self.store.decide(hkey, now)
+            if hosted[2] is not None:
+                until = min(until, hosted[2])
+            decision, state, _ = Policy.decide_with_host((decision, state, expires), hosted)
+        self._decided = (decision, state, until)
         return decision, state
 
     def _url_dead(self, host: int, page: int, now: float) -> bool:
@@ -127,6 +141,7 @@ class PluginVisit:
     def visit(self, host: int, pages: list[Page], now: float, pace: float) -> int:
         """One visit of a host's pages from ``now``; returns a bit per page whose contacts were found."""
         self.requests = self.renders = self.heads = 0
+        self._decided = None
         found = 0
         why: list[tuple[Decision, State | str]] = []
         inflight: deque[tuple[int, Decision, float]] = deque()
