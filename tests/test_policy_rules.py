@@ -414,3 +414,21 @@ def test_rule8_dead_needs_two_signals_of_one_period_even_when_recent_is_kept():
 
 def test_block_constant_is_a_hard_block():
     assert RecentEntry(1.0, F, ANTIBOT, 403, BLOCK).is_hard_block
+
+
+def test_rule7_the_evidence_module_marks_the_render_of_a_shell():
+    from scrapy_domainstate import _evidence as evidence
+    from scrapy_domainstate.classify import Verdict
+
+    page = Verdict(CONTACT, 200)
+    shell = Verdict(EMPTY, 200, "js-shell", browser_fixable=True)
+    # the plain fetch that got a shell: not evidence, re-issued
+    judged = evidence.judge_response(evidence.Facts(Method.FETCH, 200, fallback=True), shell)
+    assert judged.record is None and judged.reissue and judged.reason == evidence.JS_SHELL
+    # its render: recorded with the marker the browser-learning rule reads
+    rendered = evidence.judge_response(evidence.Facts(Method.TAB, 200, reissued=True, after_shell=True), page)
+    rendered = evidence.with_usefulness(rendered, CONTACT)
+    assert rendered.record is not None and rendered.record.error_class == SHELL_RENDER
+    # any other render: no marker
+    other = evidence.judge_response(evidence.Facts(Method.TAB, 200, reissued=True), page)
+    assert evidence.with_usefulness(other, CONTACT).record.error_class is None
