@@ -127,9 +127,7 @@ def _all_mixes(args: argparse.Namespace, progress: bool) -> int:
     for name, path in [("default", None), *((p.stem, str(p)) for p in shipped_mixes())]:
         result = _run(args, path, progress)
         print(f"== mix {name}")
-        print("\n".join(target_lines(result)))
-        if args.by_kind:
-            print(format_report(result, by_kind=True))
+        print(format_report(result, by_kind=True) if args.by_kind else "\n".join(target_lines(result)))
         summary.append(summarise(name, result))
         failed |= not summary[-1]["met"]
     print("\nAcross mixes (worst round; pages/sites: % of the fixable fallback's; cost and requests from round 2):")
