@@ -31,18 +31,16 @@ from .config import DEFAULT_TTL
 from .keys import MAX_KEY_BYTES, domain_key, host_of
 from .record import MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
 
-__all__ = ["COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
+__all__ = ["COLUMNS", "EXPORTED_COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
 
 #: The record's fields, ``recent`` (a JSON cell) last.
 #: Fields added in 0.2 (the dead confirmation chain, a learned "needs the browser"): after
 #: ``recent``, and optional on import (absent columns, or rows that stop before them, as an
 #: older export has them, take the defaults).
 _OPTIONAL = {"dead_visits": "0", "dead_at": "0.0", "browser_since": "0.0"}
-COLUMNS = (
-    *(f.name for f in fields(DomainStat) if f.name != "recent" and f.name not in _OPTIONAL),
-    "recent",
-    *_OPTIONAL,
-)
+COLUMNS = (*(f.name for f in fields(DomainStat) if f.name != "recent" and f.name not in _OPTIONAL), "recent")
+#: What an export writes: :data:`COLUMNS`, then the optional columns.
+EXPORTED_COLUMNS = (*COLUMNS, *_OPTIONAL)
 _COUNTERS = ("fetch_total", "fetch_ok", "fetch_ok_empty", "tab_total", "tab_ok")
 _TIMES = ("first_seen", "last_seen", "state_changed_at", "probed_at")
 _VALID_STATES = ", ".join(s.value for s in State)
@@ -104,7 +102,7 @@ def _recent_json(recent: list[RecentEntry], last_seen: float = 0.0) -> str:
 
 
 def row_of(stat: DomainStat) -> list[str]:
-    """The CSV cells of one record, in :data:`COLUMNS` order."""
+    """The CSV cells of one record, in :data:`EXPORTED_COLUMNS` order."""
     return [
         stat.domain,
         str(stat.state),
@@ -134,7 +132,7 @@ def write_csv(
     (progress display). ``fh`` should be opened with ``newline=""``.
     """
     writer = csv.writer(fh, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(EXPORTED_COLUMNS)
     written = seen = 0
     for stat in stats:
         seen += 1
@@ -422,8 +420,8 @@ def read_csv(
     if bad_text is not None:
         return [], [RowError(1, "the header is not valid UTF-8 text")]
     minimal = set(names) <= set(MINIMAL_COLUMNS) and {"domain", "state"} <= set(names)
-    expected = MINIMAL_COLUMNS if minimal else COLUMNS
-    missing = [c for c in COLUMNS if c not in names and c not in _OPTIONAL] if not minimal else []
+    expected = MINIMAL_COLUMNS if minimal else EXPORTED_COLUMNS
+    missing = [c for c in COLUMNS if c not in names] if not minimal else []
     unknown = [n for n in names if n not in expected]
     dupes = sorted({n for n in names if names.count(n) > 1})
     problems = []

@@ -26,7 +26,7 @@ import pytest
 
 from scrapy_domainstate.commands.domainstate import Progress, _parse_ttl, _span
 from scrapy_domainstate.config import DAY, Config
-from scrapy_domainstate.csvio import COLUMNS, read_csv, write_csv
+from scrapy_domainstate.csvio import COLUMNS, EXPORTED_COLUMNS, read_csv, write_csv
 from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store.lmdb import LmdbStore
 
@@ -438,7 +438,7 @@ def test_export_import_roundtrip(work: Path, db: Path, tmp_path: Path) -> None:
     assert ok(piped).stdout == exported
     assert piped.stderr == ""  # no progress, no chatter when piped
     rows = list(csv.DictReader(io.StringIO(exported)))
-    assert tuple(rows[0]) == COLUMNS
+    assert tuple(rows[0]) == EXPORTED_COLUMNS  # COLUMNS, then the optional ones
     assert len(rows) == 10
     friendly = next(r for r in rows if r["domain"] == "friendly.com")
     assert (friendly["state"], friendly["fetch_total"], friendly["state_expires_at"]) == ("friendly", "6", "")
