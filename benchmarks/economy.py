@@ -2,7 +2,7 @@
 """Crawl-economy simulator: what the domain state machine saves, measured.
 
 A seeded synthetic population of sites (default 220,000, the seed's scale) whose
-behaviour mixes the kinds of SPEC section 2 with noise (dead sites, DNS outages,
+behaviour mixes the kinds of docs/SPEC.md section 2 with noise (dead sites, DNS outages,
 anti-bot challenges, rate limits and blocks, JavaScript shells, flaky servers,
 subdomains of one site, sites that turn hostile, recover or die) is crawled over
 several rounds (default 4, a week apart, on a simulated clock so that TTLs matter)

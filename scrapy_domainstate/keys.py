@@ -289,7 +289,7 @@ def domain_key(host_or_url: str, per_hostname: bool = False) -> str:
 
 
 def host_fact_key(host_or_url: str, per_hostname: bool = False) -> str | None:
-    """Where the host facts of a URL's host live (SPEC section 2, "host facts"), or ``None``
+    """Where the host facts of a URL's host live (docs/SPEC.md section 2, "host facts"), or ``None``
     when they live in the domain's own record: with ``per_hostname``, and for the
     registrable domain itself and its ``www.``. Otherwise the hostname's own key.
 

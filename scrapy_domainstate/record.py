@@ -100,7 +100,7 @@ class DomainStat:
     state_expires_at: float | None = None
     #: When the HEAD probe of the current period ran (0: not yet).
     probed_at: float = 0.0
-    # -- added in 0.2 (SPEC section 2, revised); encoded after the entries, see _extension().
+    # -- added in 0.2 (docs/SPEC.md section 2, revised); encoded after the entries, see _extension().
     #: Visits whose dead signals made the domain dead, in a row (0: none since it was last
     #: seen alive). 1: a one-visit hold; n >= 2: confirmed, the dead TTL doubles each time.
     dead_visits: int = 0

@@ -119,12 +119,12 @@ def seed(db: Path, now: float) -> None:
     with opened(db) as s:
         for i in range(6):
             _rec(s, "friendly.com", now - 3 * DAY + i * 60, "fetch", "ok-contact", 200)
-        # (one visit's dead signals hold the domain for a day: SPEC section 2 revised)
+        # (one visit's dead signals hold the domain for a day: docs/SPEC.md section 2 revised)
         _rec(s, "dead.org", now - 3600, "head", "dead", None, "DNSLookupError")
         _rec(s, "dead.org", now - 3600 + 1, "fetch", "dead", None, "DNSLookupError")
         _rec(s, "soft.net", now - 2 * DAY, "fetch", "antibot", 403, "cloudflare:cf-ray")
         for i in range(3):
-            # 403 + cf-ray: a 429 does not count towards antibot-hard (SPEC section 2 revised)
+            # 403 + cf-ray: a 429 does not count towards antibot-hard (docs/SPEC.md section 2 revised)
             _rec(s, "hard.com", now - 3600 + i, "fetch", "antibot", 403, "cloudflare:cf-ray")
         for i in range(5):
             _rec(s, "cold.io", now - 5 * DAY + i, "fetch", "ok-empty", 200)
@@ -234,7 +234,7 @@ def test_stats(work: Path, db: Path) -> None:
     assert data["states"] == {
         s.value: {"count": n, "share": round(n / 10, 6)} for s, n in expected.items()
     }  # all six, zeros included
-    # expiring.com and dead.org (one visit's dead signals hold it a day: SPEC section 2
+    # expiring.com and dead.org (one visit's dead signals hold it a day: docs/SPEC.md section 2
     # revised); + the unknown ones and soft.net
     assert data["expiring"] == {"24h": 2, "7d": 7}
     assert data["expired"] == 2

@@ -140,7 +140,7 @@ ENTERED_WHEN = [
     ("soft/challenge-page-202", [step(F, ANTIBOT, "awswaf:challenge", 202)], State.ANTIBOT_SOFT),
     ("soft/two-antibot", [step(H, ANTIBOT), step(F, ANTIBOT)], State.ANTIBOT_SOFT),
     # -- antibot-hard: 3 consecutive antibot outcomes of plain requests (HEAD, GET), or a
-    #    hard-block verdict. SPEC section 2 (revised): a render neither breaks nor extends the
+    #    hard-block verdict. docs/SPEC.md section 2 (revised): a render neither breaks nor extends the
     #    streak, and a 429 counts for neither (rows 3-any-layer, 3-fetch and 3-tab changed).
     ("hard/3-plain", [step(H, ANTIBOT), step(F, ANTIBOT), step(F, ANTIBOT)], State.ANTIBOT_HARD),
     ("hard/3-any-layer", [step(H, ANTIBOT), step(F, ANTIBOT), step(T, ANTIBOT)], State.ANTIBOT_SOFT),
@@ -255,7 +255,7 @@ def test_default_ttls_are_the_spec_table():
     assert dict(TTLS) == DEFAULT_TTL
 
 
-#: SPEC section 2 (revised): one visit's dead signals only hold the domain (1 d); the 30 d
+#: docs/SPEC.md section 2 (revised): one visit's dead signals only hold the domain (1 d); the 30 d
 #: TTL applies once a later visit confirms it (test_policy_rules.py covers the chain).
 FIRST_ENTRY_TTL = {State.DEAD: DAY}
 
@@ -301,7 +301,7 @@ def test_state_table_on_expiry(state, after):
     s.at(before.state_expires_at)
     rec = s.record
     assert rec.state is after
-    # history cleared; SPEC section 2 (revised) leaves unknown's own renewal to measurement:
+    # history cleared; docs/SPEC.md section 2 (revised) leaves unknown's own renewal to measurement:
     # by default it keeps `recent` (DOMAINSTATE_RENEWAL_CLEARS_RECENT, test_policy_rules.py)
     assert rec.recent == ([] if state is not State.UNKNOWN else before.recent)
     assert rec.state_changed_at == before.state_expires_at
@@ -323,7 +323,7 @@ def test_state_table_on_expiry(state, after):
 
 @pytest.mark.parametrize(
     "failure",
-    # (an antibot outcome moves a friendly domain to antibot-soft at once: SPEC section 2 revised)
+    # (an antibot outcome moves a friendly domain to antibot-soft at once: docs/SPEC.md section 2 revised)
     [step(F, HTTP_ERR, status=500), step(F, NET_ERR, "timeout"), step(F, DEAD, "dns")],
     ids=["http-error", "network-error", "dead"],
 )
@@ -481,7 +481,7 @@ def test_dead_needs_consecutive_signals_custom_threshold():
 
 
 def test_antibot_streak_resets_on_any_non_antibot_outcome():
-    # of a plain request (SPEC section 2 revised: renders neither break nor extend the streak)
+    # of a plain request (docs/SPEC.md section 2 revised: renders neither break nor extend the streak)
     for breaker in (CONTACT, EMPTY, HTTP_ERR, NET_ERR, DEAD):
         s = sim(steps=[step(F, ANTIBOT), step(F, ANTIBOT), step(F, breaker), step(F, ANTIBOT)])
         assert s.state is State.ANTIBOT_SOFT, breaker
@@ -496,7 +496,7 @@ def test_antibot_two_vs_three():
     s = sim(steps=[step(F, ANTIBOT, status=403)] * 2)
     assert s.state is State.ANTIBOT_SOFT
     assert s.decide() is Decision.FETCH_THEN_BROWSER
-    s.see(T, ANTIBOT)  # a render does not extend the streak (SPEC section 2 revised)
+    s.see(T, ANTIBOT)  # a render does not extend the streak (docs/SPEC.md section 2 revised)
     assert s.state is State.ANTIBOT_SOFT
     s.see(H, ANTIBOT, status=403)
     assert s.state is State.ANTIBOT_HARD
@@ -701,7 +701,7 @@ def test_friendly_only_from_unknown():
 
 
 def test_friendly_antibot_goes_soft_at_once_not_hard():
-    # SPEC section 2 (revised): an antibot outcome on a friendly domain -> antibot-soft at once
+    # docs/SPEC.md section 2 (revised): an antibot outcome on a friendly domain -> antibot-soft at once
     # (it used to count as one of five friendly failures).
     s = into(State.FRIENDLY)
     s.see(F, ANTIBOT, status=429)
@@ -717,7 +717,7 @@ def test_friendly_hard_block_goes_hard():
 
 def test_friendly_window_restarts_after_expiry():
     """The ratio reads ``recent``, which an expiry clears; ">= 5 fetches" is the lifetime
-    ``fetch_total`` (SPEC section 2 revised): with ``recent`` cleared, the new period needs
+    ``fetch_total`` (docs/SPEC.md section 2 revised): with ``recent`` cleared, the new period needs
     only DOMAINSTATE_FRIENDLY_MIN_WINDOW (3) fetches, not 5."""
     s = sim(cfg(renewal_clears_recent=True), [step(F, CONTACT)] * 4)
     s.at(s.stat.state_expires_at)

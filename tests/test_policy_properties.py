@@ -217,7 +217,7 @@ def test_transitions_follow_the_entry_rules(seq):
             assert old is State.UNKNOWN
             assert entry.outcome is Outcome.DEAD
             # two consecutive dead signals of this unknown period, not all from HEAD
-            # (`recent` outlives unknown's own renewal, SPEC section 2 revised: the streak is
+            # (`recent` outlives unknown's own renewal, docs/SPEC.md section 2 revised: the streak is
             # read back to the start of this period only)
             streak = []
             for e in reversed(stat.recent):

@@ -1,4 +1,4 @@
-"""The rules SPEC section 2 (revised) settles, one table per rule (issue 10, section 2).
+"""The rules docs/SPEC.md section 2 (revised) settles, one table per rule (issue 10, section 2).
 
 Each table row is a sequence of observations on a fake clock and what the policy must
 make of it; every row fails when its rule breaks. ``Sim`` and the step helpers are the

@@ -1,6 +1,6 @@
 """End to end, the revised rules wired into the crawl (Scrapy's engine, loopback sites, LMDB).
 
-Host facts (SPEC section 2): a dead subdomain keeps its dead signals in its own record and
+Host facts (docs/SPEC.md section 2): a dead subdomain keeps its dead signals in its own record and
 never takes the registrable domain, or its live hosts, down.
 """
 
