@@ -9,12 +9,15 @@ means is written once.
 API (keyword-friendly, plain values):
 
 ``Facts(method=Method.FETCH, status=None, is_root=False, cached=False, robots=False,
-reissued=False, fallback=False, browser_route=True, unrendered=False)``
+reissued=False, fallback=False, browser_route=True, unrendered=False, after_shell=False)``
     What is known about one download besides its verdict. ``method`` is ``FETCH`` or
     ``TAB`` (a response the browser handler produced); ``reissued``: the request already is
     the browser re-issue; ``fallback``: it was decided ``fetch-then-browser``;
     ``browser_route``: a browser handler answers this request (false in no-browser mode);
-    ``unrendered``: it was sent to the browser but the answer is not a render.
+    ``unrendered``: it was sent to the browser but the answer is not a render;
+    ``after_shell``: this render re-issues a plain fetch that got a script-only shell (its
+    successful page is recorded with ``error_class`` :data:`~.policy.SHELL_RENDER`, which
+    the browser-learning rule reads).
 
 ``Evidence(record=None, reason=None, reissue=False, url_dead=False, passed=False,
 usefulness=False)``
@@ -54,6 +57,7 @@ from typing import Any
 
 from .classify import Classifier, Verdict
 from .markers import BUILTIN_MARKERS
+from .policy import SHELL_RENDER
 from .record import HARD_BLOCK_PREFIX, Method, Outcome
 
 __all__ = [
@@ -109,6 +113,7 @@ class Facts:
     fallback: bool = False
     browser_route: bool = True
     unrendered: bool = False
+    after_shell: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +203,9 @@ def judge_response(facts: Facts, verdict: Verdict | None = None, passed: bool = 
     if verdict.success:
         if _redirect(verdict.status):
             return _REDIRECT
+        if facts.after_shell and facts.method is Method.TAB:
+            # The browser rendered what the plain fetch got as a shell: rule 7's evidence.
+            verdict = Verdict(verdict.outcome, verdict.status, SHELL_RENDER)
         return Evidence(record=verdict, usefulness=True, passed=passed)
     if is_url_dead(verdict):
         return Evidence(reason=URL_DEAD, url_dead=facts.method is Method.FETCH)

@@ -409,6 +409,64 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _s("DOMAINSTATE_RECENT_SIZE", 20, "int", "Entries kept in a record's recent history (FIFO).", parse=_int(1, 255)),
     _s(
+        "DOMAINSTATE_DEAD_HOLD",
+        DAY,
+        "duration",
+        "How long one visit's dead signals keep a domain dead (at most DOMAINSTATE_TTL['dead']).",
+        parse=_duration(1.0),
+        example='"12h"',
+    ),
+    _s(
+        "DOMAINSTATE_DEAD_CONFIRM_AFTER",
+        3600.0,
+        "duration",
+        "How long after a dead verdict new dead signals count as a later visit that confirms it.",
+        example='"6h"',
+    ),
+    _s(
+        "DOMAINSTATE_DEAD_TTL_MAX",
+        180 * DAY,
+        "duration",
+        "Cap of a confirmed dead TTL, which starts at DOMAINSTATE_TTL['dead'] and doubles per confirmation.",
+        parse=_duration(1.0),
+        example='"365d"',
+    ),
+    _s(
+        "DOMAINSTATE_FRIENDLY_MIN_WINDOW",
+        3,
+        "int",
+        "Fetch outcomes in recent history the friendly ratio needs at least (at most the window).",
+        parse=_int(1),
+    ),
+    _s(
+        "DOMAINSTATE_BROWSER_LEARN",
+        2,
+        "int",
+        "Script-only shells rendered by the browser in a row after which a domain is rendered at once.",
+        parse=_int(1),
+    ),
+    _s(
+        "DOMAINSTATE_BROWSER_LEARN_TTL",
+        30 * DAY,
+        "duration",
+        "How long a learned 'needs the browser' holds before plain fetches are tried again.",
+        parse=_duration(1.0),
+        example='"14d"',
+    ),
+    _s(
+        "DOMAINSTATE_FRIENDLY_FALLBACK",
+        False,
+        "bool",
+        "Re-issue a friendly domain's failed fetch in the browser when a browser can fix it (timeouts, 503, "
+        "challenges); off: friendly is fetch only, as the state table says.",
+    ),
+    _s(
+        "DOMAINSTATE_RENEWAL_CLEARS_RECENT",
+        False,
+        "bool",
+        "Whether unknown's own expiry (unknown -> unknown) also clears recent history.",
+    ),
+    _s(
         "DOMAINSTATE_URL_DEAD_TTL",
         30 * DAY,
         "duration",
@@ -586,6 +644,14 @@ class Config:
     friendly_min_fetches: int = FROM_TABLE
     friendly_demote: int = FROM_TABLE
     recent_size: int = FROM_TABLE
+    dead_hold: float = FROM_TABLE
+    dead_confirm_after: float = FROM_TABLE
+    dead_ttl_max: float = FROM_TABLE
+    friendly_min_window: int = FROM_TABLE
+    browser_learn: int = FROM_TABLE
+    browser_learn_ttl: float = FROM_TABLE
+    friendly_fallback: bool = FROM_TABLE
+    renewal_clears_recent: bool = FROM_TABLE
     url_dead_ttl: float = FROM_TABLE
     max_domains: int = FROM_TABLE
     head_probe: bool = FROM_TABLE

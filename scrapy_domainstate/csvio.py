@@ -31,10 +31,16 @@ from .config import DEFAULT_TTL
 from .keys import MAX_KEY_BYTES, domain_key, host_of
 from .record import MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
 
-__all__ = ["COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
+__all__ = ["COLUMNS", "EXPORTED_COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
 
 #: The record's fields, ``recent`` (a JSON cell) last.
-COLUMNS = (*(f.name for f in fields(DomainStat) if f.name != "recent"), "recent")
+#: Fields added in 0.2 (the dead confirmation chain, a learned "needs the browser"): after
+#: ``recent``, and optional on import (absent columns, or rows that stop before them, as an
+#: older export has them, take the defaults).
+_OPTIONAL = {"dead_visits": "0", "dead_at": "0.0", "browser_since": "0.0"}
+COLUMNS = (*(f.name for f in fields(DomainStat) if f.name != "recent" and f.name not in _OPTIONAL), "recent")
+#: What an export writes: :data:`COLUMNS`, then the optional columns.
+EXPORTED_COLUMNS = (*COLUMNS, *_OPTIONAL)
 _COUNTERS = ("fetch_total", "fetch_ok", "fetch_ok_empty", "tab_total", "tab_ok")
 _TIMES = ("first_seen", "last_seen", "state_changed_at", "probed_at")
 _VALID_STATES = ", ".join(s.value for s in State)
@@ -96,7 +102,7 @@ def _recent_json(recent: list[RecentEntry], last_seen: float = 0.0) -> str:
 
 
 def row_of(stat: DomainStat) -> list[str]:
-    """The CSV cells of one record, in :data:`COLUMNS` order."""
+    """The CSV cells of one record, in :data:`EXPORTED_COLUMNS` order."""
     return [
         stat.domain,
         str(stat.state),
@@ -107,6 +113,9 @@ def row_of(stat: DomainStat) -> list[str]:
         "" if stat.state_expires_at is None else _time(stat.state_expires_at),
         _time(stat.probed_at),
         _recent_json(stat.recent, stat.last_seen),
+        str(int(stat.dead_visits)),
+        _time(stat.dead_at),
+        _time(stat.browser_since),
     ]
 
 
@@ -123,7 +132,7 @@ def write_csv(
     (progress display). ``fh`` should be opened with ``newline=""``.
     """
     writer = csv.writer(fh, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(EXPORTED_COLUMNS)
     written = seen = 0
     for stat in stats:
         seen += 1
@@ -330,6 +339,8 @@ def _parse_row(cells: dict[str, str], per_hostname: bool) -> DomainStat:
     expires_text = cells["state_expires_at"].strip()
     expires = None if expires_text == "" else row.cell(_float, "state_expires_at", expires_text)
     recent = row.cell(_recent, cells["recent"], times["first_seen"])
+    dead_visits = row.cell(_int_cell, "dead_visits", cells.get("dead_visits") or "0")
+    learned = {name: row.cell(_float, name, cells.get(name) or "0.0") for name in ("dead_at", "browser_since")}
     if row.problems:
         raise _Bad("; ".join(row.problems))
     return DomainStat(
@@ -339,6 +350,8 @@ def _parse_row(cells: dict[str, str], per_hostname: bool) -> DomainStat:
         state_expires_at=expires,
         **counters,
         **times,
+        dead_visits=dead_visits,
+        **learned,
     )
 
 
@@ -407,7 +420,7 @@ def read_csv(
     if bad_text is not None:
         return [], [RowError(1, "the header is not valid UTF-8 text")]
     minimal = set(names) <= set(MINIMAL_COLUMNS) and {"domain", "state"} <= set(names)
-    expected = MINIMAL_COLUMNS if minimal else COLUMNS
+    expected = MINIMAL_COLUMNS if minimal else EXPORTED_COLUMNS
     missing = [c for c in COLUMNS if c not in names] if not minimal else []
     unknown = [n for n in names if n not in expected]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -429,6 +442,9 @@ def read_csv(
         now = time.time() if now is None else now
         ttl = DEFAULT_TTL if ttl is None else ttl
     index = {name: i for i, name in enumerate(names)}
+    trailing_optional = 0
+    while trailing_optional < len(names) and names[len(names) - 1 - trailing_optional] in _OPTIONAL:
+        trailing_optional += 1
     seen: dict[str, int] = {}
     line = reader.line_num + 1
     n = 0
@@ -447,11 +463,14 @@ def read_csv(
         start, line = line, reader.line_num + 1
         if not cells or all(not c.strip() for c in cells):
             continue  # blank line
+        if len(names) - trailing_optional <= len(cells) < len(names):
+            cells = cells + [""] * (len(names) - len(cells))  # an older row: optional cells absent
         if len(cells) != len(names):
             hint = (
                 " (a cell holding commas, such as recent, must be in double quotes)" if len(cells) > len(names) else ""
             )
-            errors.append(RowError(start, f"expected {len(names)} fields, got {len(cells)}{hint}"))
+            expected = len(names) - trailing_optional if len(cells) < len(names) else len(names)
+            errors.append(RowError(start, f"expected {expected} fields, got {len(cells)}{hint}"))
             continue
         bad_text = _not_utf8(cells, names)
         if bad_text is not None:

@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover - idna is a dependency of tldextract
 if TYPE_CHECKING:
     from tldextract import TLDExtract
 
-__all__ = ["MAX_DOMAIN_LENGTH", "MAX_KEY_BYTES", "domain_key", "host_of", "is_domain_key", "is_site_root"]
+__all__ = ["MAX_DOMAIN_LENGTH", "MAX_KEY_BYTES", "domain_key", "host_fact_key", "host_of", "is_domain_key", "is_site_root"]
 
 #: Upper bound of a key's UTF-8 length (LMDB's own limit is 511 bytes).
 MAX_KEY_BYTES = 200
@@ -286,6 +286,28 @@ def domain_key(host_or_url: str, per_hostname: bool = False) -> str:
     if per_hostname:
         return _hostname_key(_raw_host(host_or_url))
     return _site_key(_raw_host(host_or_url))
+
+
+def host_fact_key(host_or_url: str, per_hostname: bool = False) -> str | None:
+    """Where the host facts of a URL's host live (docs/SPEC.md section 2, "host facts"), or ``None``
+    when they live in the domain's own record: with ``per_hostname``, and for the
+    registrable domain itself and its ``www.``. Otherwise the hostname's own key.
+
+    >>> host_fact_key("https://shop.example.co.uk/a"), host_fact_key("https://www.example.co.uk/")
+    ('shop.example.co.uk', None)
+    >>> host_fact_key("example.co.uk"), host_fact_key("shop.example.co.uk", per_hostname=True)
+    (None, None)
+    """
+    if per_hostname or not isinstance(host_or_url, str):
+        return None
+    raw = _raw_host(host_or_url)
+    host = _hostname_key(raw)
+    if not host:
+        return None
+    site = _site_key(raw)
+    if host == site or host == "www." + site:
+        return None
+    return host
 
 
 def host_of(url: str) -> str:

@@ -47,7 +47,7 @@ from ._telemetry import Telemetry
 from .classify import Classifier, Verdict
 from .config import Config, ConfigError, log_unknown_settings
 from .crawllog import CrawlSummary, append_crawl
-from .keys import domain_key, host_of, is_site_root
+from .keys import domain_key, host_fact_key, host_of, is_site_root
 from .policy import Decision, Policy, Transition
 from .record import DomainStat, Method, Outcome, RecentEntry, State
 from .store import DomainStore, create_store
@@ -72,6 +72,9 @@ META_PENDING = "_domainstate_pending"
 #: is a retry or a redirect of it (``repeat/{retry,redirect}``), not a new decision.
 META_SEEN = "_domainstate_seen"
 META_REPEAT = "_domainstate_repeat"
+#: The URL of a browser re-issue of a plain fetch that got a script-only shell (its render
+#: is the evidence that teaches the domain it needs the browser).
+META_AFTER_SHELL = "_domainstate_after_shell"
 #: Meta this plugin writes for one download; dropped from a request before it is decided.
 _PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING, META_REPEAT)
 _UNDECIDED = ("skip", None)
@@ -286,9 +289,15 @@ class DomainStateManager:
         """The request carries the browser meta and a browser handler answers it."""
         return self.browser.has_meta(request) and self.browser.reaches(request)
 
-    def _decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
+    def _decide(self, domain: str, now: float, url: str | None = None) -> tuple[Decision, State, float | None]:
+        """The decision for ``domain``; with ``url``, also the URL's host facts (a host that is
+        neither the registrable domain nor its ``www.`` has its own dead/cold record)."""
         try:
-            return self.store.decide(domain, now)
+            decided = self.store.decide(domain, now)
+            host = None if url is None else host_fact_key(url, self.config.per_hostname)
+            if host is None:
+                return decided
+            return Policy.decide_with_host(decided, self.store.decide(host, now))
         except Exception:
             self.telemetry.store_failed("read")
             return Decision.FETCH, State.UNKNOWN, None
@@ -388,7 +397,7 @@ class DomainStateManager:
         skip = routing.dead_url(facts)
         if skip is not None and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
             self._go(request, domain, skip, State.DEAD, None)
-        decision, state, expires = self._decide(domain, now)
+        decision, state, expires = self._decide(domain, now, request.url)
         if not gated and state in _LEARNING:
             # A domain still being learned can turn dead or cold any moment: decide again
             # when the request is about to be sent (the other states hold for a crawl).
@@ -411,7 +420,7 @@ class DomainStateManager:
 
     def _robots_txt(self, request: Request, domain: str, facts: routing.RequestFacts) -> None:
         """RobotsTxtMiddleware's download: none for a domain the plugin skips."""
-        decision, state, _ = self._decide(domain, self.clock())
+        decision, state, _ = self._decide(domain, self.clock(), request.url)
         if routing.robots_txt(facts, decision).action is routing.Action.SKIP:
             self.telemetry.inc("robotstxt/skipped")
             raise IgnoreRequest(f"domainstate: no robots.txt request to {domain}: it is {state}")
@@ -456,7 +465,7 @@ class DomainStateManager:
 
     async def _probe_then_route(self, request: Request, domain: str, probe: bool = True) -> None:
         await self.probes.once(domain, lambda: self._first_sight(request, domain, probe))
-        decision, state, expires = self._decide(domain, self.clock())
+        decision, state, expires = self._decide(domain, self.clock(), request.url)
         # (a PROBE again: no verdict stamped, the store failing or the probe's record lost: go on)
         self._go(request, domain, routing.route(self._request_facts(request, domain), decision), state, expires)
 
@@ -493,8 +502,26 @@ class DomainStateManager:
     def record(
         self, domain: str, method: Method, verdict: Verdict, request: Request | None = None
     ) -> tuple[DomainStat, Transition | None] | None:
-        """Record one outcome; send the signals, count the stats, log a state change."""
+        """Record one outcome; send the signals, count the stats, log a state change.
+
+        The outcome of a request to a host with host facts (:func:`~.keys.host_fact_key`) goes
+        to the host's record as :meth:`Policy.host_entry` says, and to the domain's as
+        :meth:`Policy.domain_entry` says; the domain's record and transition are returned."""
         entry = RecentEntry(self.clock(), method, verdict.outcome, verdict.status, verdict.error_class)
+        host = None if request is None else host_fact_key(request.url, self.config.per_hostname)
+        if host is not None:
+            to_host = Policy.host_entry(entry)
+            if to_host is not None:
+                self._record_entry(host, to_host, verdict, request)
+            to_domain = Policy.domain_entry(entry)
+            if to_domain is None:
+                return None
+            entry = to_domain
+        return self._record_entry(domain, entry, verdict, request)
+
+    def _record_entry(
+        self, domain: str, entry: RecentEntry, verdict: Verdict, request: Request | None
+    ) -> tuple[DomainStat, Transition | None] | None:
         try:
             stat, transition = self.store.record(domain, entry)
         except Exception:
@@ -528,6 +555,7 @@ class DomainStateManager:
             fallback=meta.get(META_DECISION) == _FTB,
             browser_route=self.browser.reaches(request),
             unrendered=sent_to_browser and not rendered,
+            after_shell=meta.get(META_AFTER_SHELL) == request.url,
         )
 
     def after_response(self, request: Request, response: Response) -> Request | Response:
@@ -635,6 +663,8 @@ class DomainStateManager:
         meta.update(self.browser.meta_for(request.meta))
         # The URL, not True: a request built later from a copy of this meta is not a re-issue.
         meta[META_REISSUE] = request.url
+        if why == evidence.JS_SHELL:
+            meta[META_AFTER_SHELL] = request.url  # its render teaches the domain it needs the browser
         meta.pop(META_DECISION, None)
         self.telemetry.debug("Re-issuing %s in the browser (%s)", request.url, why)
         return request.replace(dont_filter=True, meta=meta)

@@ -1,19 +1,29 @@
 """The domain state machine: pure functions of a record, an observation and the clock.
 
 No Scrapy, no I/O; ``now`` is always passed in, so a simulator or a test can
-drive it with a fake clock. States and their rules (``docs/SPEC.md`` section 2)::
+drive it with a fake clock. States and their rules (``docs/SPEC.md`` section 2, revised)::
 
-    unknown ──2 dead signals──────────────▶ dead         (skip, 30 d → unknown)
+    unknown ──2 dead signals──────────────▶ dead         (skip; 1 d hold after one visit,
+       │                                                  30 d once confirmed on a later
+       │                                                  visit, doubling up to 180 d)
        │ ──any antibot signal─────────────▶ antibot-soft (fetch, browser fallback,
        │                                                  7 d sliding → unknown)
-       │        antibot-soft ──3 antibot in a row / hard block──▶ antibot-hard
+       │        antibot-soft ──3 antibot plain requests in a row / hard block──▶ antibot-hard
        │                                                  (browser only, 90 d → antibot-soft)
-       │ ──≥70 % ok-contact of last 10 fetches (≥5)──▶ friendly (fetch only, no TTL;
-       │                                                  5 failed fetches in a row → unknown)
-       └─ (any live state) 5 ok-empty in a row ──▶ cold (skip, 90 d → unknown)
+       │ ──≥70 % ok-contact of last ≤10 fetches (≥5 in its life)──▶ friendly (fetch only,
+       │                                                  no TTL; 5 failed fetches → unknown,
+       │                                                  an antibot outcome → antibot-soft)
+       └─ (any live state) 5 ok-empty in a row, never a useful page ──▶ cold (skip, 90 d)
 
 Streaks are counted from the tail of ``recent``, so they reset on any outcome
-that breaks them and they are cleared with ``recent`` when a state expires.
+that breaks them. The antibot streak reads plain requests only (a render neither
+breaks nor extends it; a 429 neither). Lifetime counters survive expiry.
+
+Two facts live beside the state: a domain learned as client-rendered
+(``browser_since``) is rendered at once while ``unknown`` or ``antibot-soft``,
+and host facts (dead signals, ``cold``) of a host that is neither the
+registrable domain nor its ``www.`` are kept in a record of their own
+(:meth:`Policy.for_host`, :meth:`Policy.for_domain`, :meth:`Policy.decide_with_host`).
 """
 
 from __future__ import annotations
@@ -23,6 +33,12 @@ from enum import Enum
 
 from .config import Config
 from .record import DomainStat, Method, Outcome, RecentEntry, State
+
+#: ``error_class`` of a render that followed a plain fetch answered with a
+#: script-only shell (the shell itself is not evidence): the browser-learning rule reads it.
+SHELL_RENDER = "js-shell"
+#: A rate limit: an antibot outcome that neither extends nor breaks the antibot streak.
+RATE_LIMIT_STATUS = 429
 
 __all__ = ["Decision", "Policy", "Transition"]
 
@@ -79,6 +95,41 @@ def _streak(recent: list[RecentEntry], outcome: Outcome) -> int:
     return n
 
 
+def _antibot_streak(recent: list[RecentEntry]) -> int:
+    """Antibot outcomes of plain requests (HEAD, GET) in a row, from the tail.
+
+    Renders are skipped (they neither break nor extend it), and so are 429s."""
+    n = 0
+    for entry in reversed(recent):
+        if entry.method is Method.TAB or entry.status == RATE_LIMIT_STATUS:
+            continue
+        if entry.outcome is not Outcome.ANTIBOT:
+            break
+        n += 1
+    return n
+
+
+def _shell_renders(recent: list[RecentEntry]) -> int:
+    """Pages in a row whose plain fetch was a shell that the browser then rendered."""
+    n = 0
+    for entry in reversed(recent):
+        if entry.method is Method.HEAD:
+            continue
+        if not (entry.method is Method.TAB and entry.error_class == SHELL_RENDER and entry.outcome in _SUCCESS):
+            break
+        n += 1
+    return n
+
+
+#: Outcomes a host record keeps (dead signals, and what breaks or builds its streaks).
+_HOST_OUTCOMES = frozenset(
+    {Outcome.DEAD, Outcome.OK_EMPTY, Outcome.OK_CONTACT, Outcome.HTTP_ERROR, Outcome.NETWORK_ERROR}
+)
+#: Outcomes of a host's request that stay with the host record only.
+_HOST_ONLY = frozenset({Outcome.DEAD, Outcome.OK_EMPTY})
+_HOST_SKIP = frozenset({State.DEAD, State.COLD})
+
+
 class Policy:
     """Answers two questions: what to do for a domain now, and where an outcome moves it."""
 
@@ -130,10 +181,12 @@ class Policy:
                 # unknown -> unknown: skip the whole periods at once, so a read
                 # stays O(1) however long the record sat unread (1 s TTL, 1 year).
                 at += ((now - at) // ttl) * ttl
+            renewal = new_state is stat.state
             stat.state = new_state
             stat.state_changed_at = at
             stat.state_expires_at = self._expiry(new_state, at)
-            stat.recent = []
+            if not renewal or self.config.renewal_clears_recent:
+                stat.recent = []
             stat.probed_at = 0.0
 
     def set_state(self, stat: DomainStat, state: State, now: float, ttl: float | None = -1.0) -> DomainStat:
@@ -151,10 +204,15 @@ class Policy:
 
     # ----------------------------------------------------------- decisions
 
-    def decide_state(self, state: State, probed_at: float, changed_at: float) -> Decision:
+    def decide_state(self, state: State, probed_at: float, changed_at: float, browser: bool = False) -> Decision:
+        """The decision from the header fields (``browser``: learned as needing the browser)."""
+        if browser and (state is State.UNKNOWN or state is State.ANTIBOT_SOFT):
+            return Decision.BROWSER
         if state is State.UNKNOWN:
             if self.config.head_probe and not probed_at:
                 return Decision.PROBE
+            return Decision.FETCH_THEN_BROWSER
+        if state is State.FRIENDLY and self.config.friendly_fallback:
             return Decision.FETCH_THEN_BROWSER
         return _DECISIONS[state]
 
@@ -164,7 +222,7 @@ class Policy:
             return Decision.PROBE if self.config.head_probe else Decision.FETCH_THEN_BROWSER
         if self.is_expired(stat, now):
             stat = self.current(stat, stat.domain, now)
-        return self.decide_state(stat.state, stat.probed_at, stat.state_changed_at)
+        return self.decide_state(stat.state, stat.probed_at, stat.state_changed_at, bool(stat.browser_since))
 
     # ------------------------------------------------------------ outcomes
 
@@ -196,11 +254,14 @@ class Policy:
             new.tab_total += 1
             if entry.outcome is Outcome.OK_CONTACT:
                 new.tab_ok += 1
+        if entry.outcome in _SUCCESS:
+            new.dead_visits = 0  # seen alive: a later dead verdict starts a new chain
 
         new.recent.append(entry)
         overflow = len(new.recent) - self.config.recent_size
         if overflow > 0:
             del new.recent[:overflow]
+        self._learn_browser(new, entry)
 
         reason = self._next(new, entry)
         if reason is not None:
@@ -213,7 +274,11 @@ class Policy:
                     new.recent = []
                 new.state = target
                 new.state_changed_at = now
-                new.state_expires_at = self._expiry(target, now)
+                if target is State.DEAD:
+                    new.state_expires_at, held = self._dead_expiry(new, now)
+                    why = f"{why}; {held}"
+                else:
+                    new.state_expires_at = self._expiry(target, now)
                 if target is State.UNKNOWN:
                     new.probed_at = 0.0
                 return new, self._transition(domain, start_state, new, now, why)
@@ -221,6 +286,37 @@ class Policy:
                 # Sliding TTL: every new antibot signal restarts it.
                 new.state_expires_at = self._expiry(target, now)
         return new, self._transition(domain, start_state, new, now, "expired")
+
+    def _learn_browser(self, stat: DomainStat, entry: RecentEntry) -> None:
+        """Rule 7: pages whose plain fetch is a shell the browser renders make the domain
+        browser-first; after ``browser_learn_ttl`` plain fetches are tried again."""
+        cfg = self.config
+        if stat.browser_since:
+            if entry.at - stat.browser_since >= cfg.browser_learn_ttl or (
+                entry.method is Method.FETCH and entry.outcome in _SUCCESS and entry.error_class != SHELL_RENDER
+            ):
+                stat.browser_since = 0.0
+        elif (
+            entry.method is Method.TAB
+            and entry.error_class == SHELL_RENDER
+            and _shell_renders(stat.recent) >= min(cfg.browser_learn, cfg.recent_size)
+        ):
+            stat.browser_since = entry.at
+
+    def _dead_expiry(self, stat: DomainStat, now: float) -> tuple[float | None, str]:
+        """Rule 4: one visit's dead signals hold the domain; a later visit confirms it."""
+        cfg = self.config
+        if not stat.dead_visits or now - stat.dead_at >= cfg.dead_confirm_after:
+            stat.dead_visits += 1
+            stat.dead_at = now
+        full = self._ttl[State.DEAD]
+        if stat.dead_visits < 2:
+            ttl = cfg.dead_hold if full is None else min(cfg.dead_hold, full)
+            return now + ttl, f"held {ttl:g} s until a later visit confirms it"
+        if full is None:
+            return None, f"confirmed on visit {stat.dead_visits}"
+        ttl = min(full * 2.0 ** min(stat.dead_visits - 2, 64), max(cfg.dead_ttl_max, full))
+        return now + ttl, f"confirmed on visit {stat.dead_visits}, for {ttl:g} s"
 
     @staticmethod
     def _transition(domain: str, old: State, new: DomainStat, now: float, why: str) -> Transition | None:
@@ -236,33 +332,21 @@ class Policy:
         recent = stat.recent
 
         if outcome is Outcome.ANTIBOT:
-            if state in (State.DEAD, State.COLD):
-                return None
-            if entry.is_hard_block:
-                return State.ANTIBOT_HARD, f"hard block ({entry.error_class})"
-            if state is State.FRIENDLY:
-                return self._friendly_failure(stat)
-            if _streak(recent, Outcome.ANTIBOT) >= cfg.antibot_hard_threshold:
-                return State.ANTIBOT_HARD, f"{cfg.antibot_hard_threshold} antibot outcomes in a row"
-            if state is State.ANTIBOT_HARD:
-                return None
-            return State.ANTIBOT_SOFT, f"antibot ({entry.error_class or entry.status or 'challenge'})"
+            return self._antibot(stat, entry)
 
         if (
             outcome is Outcome.OK_EMPTY
             and state in _COLD_FROM
+            and stat.fetch_ok + stat.tab_ok == 0
             and _streak(recent, Outcome.OK_EMPTY) >= cfg.cold_threshold
         ):
-            return State.COLD, f"{cfg.cold_threshold} ok-empty outcomes in a row"
+            return State.COLD, f"{cfg.cold_threshold} ok-empty outcomes in a row, never a useful page"
 
         if state is State.UNKNOWN:
             if outcome is Outcome.DEAD:
-                streak = recent[len(recent) - _streak(recent, Outcome.DEAD) :]
-                if len(streak) >= cfg.dead_threshold and any(e.method is not Method.HEAD for e in streak):
-                    return State.DEAD, f"{len(streak)} dead signals in a row ({entry.error_class or entry.status})"
-                return None
+                return self._maybe_dead(stat, entry)
             if entry.method is Method.FETCH and outcome is Outcome.OK_CONTACT:
-                return self._maybe_friendly(recent)
+                return self._maybe_friendly(stat)
             return None
 
         if state is State.FRIENDLY:
@@ -275,14 +359,44 @@ class Policy:
             return State.UNKNOWN, f"{outcome} while {state}"
         return None
 
-    def _maybe_friendly(self, recent: list[RecentEntry]) -> tuple[State, str] | None:
+    def _antibot(self, stat: DomainStat, entry: RecentEntry) -> tuple[State, str] | None:
         cfg = self.config
-        window = [e for e in recent if e.method is Method.FETCH][-cfg.friendly_window :]
-        if len(window) < cfg.friendly_min_fetches:
+        state = stat.state
+        if state in (State.DEAD, State.COLD):
+            return None
+        if entry.is_hard_block:
+            return State.ANTIBOT_HARD, f"hard block ({entry.error_class})"
+        if state is State.FRIENDLY:
+            return State.ANTIBOT_SOFT, f"antibot while friendly ({entry.error_class or entry.status or 'challenge'})"
+        plain = entry.method is not Method.TAB and entry.status != RATE_LIMIT_STATUS
+        if plain and _antibot_streak(stat.recent) >= cfg.antibot_hard_threshold:
+            return State.ANTIBOT_HARD, f"{cfg.antibot_hard_threshold} antibot outcomes of plain requests in a row"
+        if state is State.ANTIBOT_HARD:
+            return None
+        return State.ANTIBOT_SOFT, f"antibot ({entry.error_class or entry.status or 'challenge'})"
+
+    def _maybe_dead(self, stat: DomainStat, entry: RecentEntry) -> tuple[State, str] | None:
+        # Dead signals of this unknown period only (recent may outlive a renewal).
+        since = stat.state_changed_at
+        streak = []
+        for e in reversed(stat.recent):
+            if e.outcome is not Outcome.DEAD or e.at < since:
+                break
+            streak.append(e)
+        if len(streak) >= self.config.dead_threshold and any(e.method is not Method.HEAD for e in streak):
+            return State.DEAD, f"{len(streak)} dead signals in a row ({entry.error_class or entry.status})"
+        return None
+
+    def _maybe_friendly(self, stat: DomainStat) -> tuple[State, str] | None:
+        cfg = self.config
+        if stat.fetch_total < cfg.friendly_min_fetches:
+            return None
+        window = [e for e in stat.recent if e.method is Method.FETCH][-cfg.friendly_window :]
+        if len(window) < min(cfg.friendly_min_window, cfg.friendly_window):
             return None
         ok = sum(1 for e in window if e.outcome is Outcome.OK_CONTACT)
         if ok >= cfg.friendly_ratio * len(window) - 1e-9:
-            return State.FRIENDLY, f"{ok}/{len(window)} fetches found contacts"
+            return State.FRIENDLY, f"{ok}/{len(window)} recent fetches found contacts ({stat.fetch_total} in all)"
         return None
 
     def _friendly_failure(self, stat: DomainStat) -> tuple[State, str] | None:
@@ -296,3 +410,61 @@ class Policy:
         if n >= self.config.friendly_demote:
             return State.UNKNOWN, f"{n} failed fetches in a row"
         return None
+
+    # ---------------------------------------------------------- host facts
+
+    @staticmethod
+    def for_host(entry: RecentEntry) -> bool:
+        """Rule 5: does this outcome of a request to a non-root host go to the host's record?
+
+        Dead signals and usefulness (``cold``) are the host's; anti-bot evidence is not."""
+        return entry.outcome in _HOST_OUTCOMES
+
+    @staticmethod
+    def for_domain(entry: RecentEntry) -> bool:
+        """Does this outcome of a request to a non-root host also go to the domain's record?
+
+        Everything but the host facts: anti-bot, friendly evidence (contacts), failures."""
+        return entry.outcome not in _HOST_ONLY
+
+    @staticmethod
+    def host_entry(entry: RecentEntry) -> RecentEntry | None:
+        """What the host's record gets of an outcome of a request to it: the entry itself
+        (:meth:`for_host`), or, for a HEAD probe whose verdict is the domain's, a
+        ``no-verdict`` HEAD (the host's probe of the period was sent), or nothing."""
+        if Policy.for_host(entry):
+            return entry
+        if entry.method is Method.HEAD:
+            return RecentEntry(entry.at, Method.HEAD, Outcome.NO_VERDICT, entry.status, entry.error_class)
+        return None
+
+    @staticmethod
+    def domain_entry(entry: RecentEntry) -> RecentEntry | None:
+        """What the domain's record gets of an outcome of a request to a non-root host:
+        the entry itself (:meth:`for_domain`), or, for a HEAD probe whose verdict is the
+        host's, a ``no-verdict`` HEAD (the probe of the period was sent), or nothing."""
+        if Policy.for_domain(entry):
+            if entry.error_class == SHELL_RENDER:
+                # Client rendering is the host's (its own software): the domain learns nothing.
+                return RecentEntry(entry.at, entry.method, entry.outcome, entry.status, None)
+            return entry
+        if entry.method is Method.HEAD:
+            return RecentEntry(entry.at, Method.HEAD, Outcome.NO_VERDICT, entry.status, entry.error_class)
+        return None
+
+    @staticmethod
+    def decide_with_host(
+        domain: tuple[Decision, State, float | None], host: tuple[Decision, State, float | None] | None
+    ) -> tuple[Decision, State, float | None]:
+        """The decision for a request to a non-root host: the host's own ``dead`` or ``cold``
+        skips it. The domain's own ``dead`` or ``cold`` are the facts of its root host: the
+        other hosts then decide from their own record, as they do once they are learned as
+        client-rendered (their browser need is theirs). Otherwise the domain decides (anti-bot
+        and friendly evidence are shared). Both as ``store.decide`` returns them."""
+        if host is not None and host[1] in _HOST_SKIP:
+            return Decision.SKIP, host[1], host[2]
+        if host is not None and (
+            domain[1] in _HOST_SKIP or (host[0] is Decision.BROWSER and domain[0] is not Decision.SKIP)
+        ):
+            return host  # the root's dead/cold are its own; a host learned as client-rendered renders
+        return domain

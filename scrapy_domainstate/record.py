@@ -100,6 +100,15 @@ class DomainStat:
     state_expires_at: float | None = None
     #: When the HEAD probe of the current period ran (0: not yet).
     probed_at: float = 0.0
+    # -- added in 0.2 (docs/SPEC.md section 2, revised); encoded after the entries, see _extension().
+    #: Visits whose dead signals made the domain dead, in a row (0: none since it was last
+    #: seen alive). 1: a one-visit hold; n >= 2: confirmed, the dead TTL doubles each time.
+    dead_visits: int = 0
+    #: When the last counted dead verdict was entered (0: never).
+    dead_at: float = 0.0
+    #: Since when the domain is known to need the browser (client-rendered: its plain
+    #: fetches get script-only shells the browser renders). 0: not learned.
+    browser_since: float = 0.0
 
     def copy(self) -> DomainStat:
         # Positional, in field order (tests/test_record.py checks every field is copied):
@@ -118,6 +127,9 @@ class DomainStat:
             self.state_changed_at,
             self.state_expires_at,
             self.probed_at,
+            self.dead_visits,
+            self.dead_at,
+            self.browser_since,
         )
 
 
@@ -145,6 +157,12 @@ _HEADER = struct.Struct("<BBBH5I5d")
 # 1 + index of the error class in the table (0 = none).
 _ENTRY = struct.Struct("<IBHB")
 _U32 = 0xFFFFFFFF
+#: Flags in the state byte: the extension follows the entries; the domain needs the browser.
+_EXT_BIT = 0x40
+_BROWSER_BIT = 0x80
+_STATE_MASK = 0x3F
+# The extension (fields added in 0.2): dead_visits, dead_at, browser_since.
+_EXT = struct.Struct("<Idd")
 
 
 class RecordError(ValueError):
@@ -215,9 +233,10 @@ def _encode_payload(stat: DomainStat) -> bytes:
         flat += (offset, codes[entry.method, entry.outcome], entry.status or 0, index)
     fetch_total, fetch_ok, fetch_ok_empty = stat.fetch_total, stat.fetch_ok, stat.fetch_ok_empty
     tab_total, tab_ok = stat.tab_total, stat.tab_ok
+    ext = _extension(stat)
     head = (
         VERSION,
-        _STATE_CODE[stat.state],
+        _state_byte(stat, ext),
         len(recent),
         len(domain),
         fetch_total if fetch_total <= _U32 else _U32,
@@ -233,7 +252,7 @@ def _encode_payload(stat: DomainStat) -> bytes:
     )
     if not table:
         # Header, domain, empty error table and entries in one pack.
-        return _flat_struct(len(domain), len(recent)).pack(*head, domain, 0, *flat)
+        return _flat_struct(len(domain), len(recent)).pack(*head, domain, 0, *flat) + ext
     parts = _err_table(table)
     if parts is None:  # error classes equal once truncated: number them by their bytes
         by_bytes: dict[bytes, int] = {}
@@ -248,8 +267,22 @@ def _encode_payload(stat: DomainStat) -> bytes:
             _flat_struct(len(domain), 0).pack(*head, domain, len(parts)),
             *parts,
             _entries_struct(len(recent)).pack(*flat),
+            ext,
         )
     )
+
+
+def _extension(stat: DomainStat) -> bytes:
+    """The fields added in 0.2, after the entries; empty when they hold their defaults,
+    so a record without them encodes exactly as before (and older records decode)."""
+    if not (stat.dead_visits or stat.dead_at or stat.browser_since):
+        return b""
+    visits = stat.dead_visits if stat.dead_visits <= _U32 else _U32
+    return _EXT.pack(visits, stat.dead_at, stat.browser_since)
+
+
+def _state_byte(stat: DomainStat, ext: bytes) -> int:
+    return _STATE_CODE[stat.state] | (_EXT_BIT if ext else 0) | (_BROWSER_BIT if stat.browser_since else 0)
 
 
 # ------------------------------------------------------------- envelope
@@ -311,7 +344,12 @@ _HEAD_V3 = struct.Struct(_HEADER.format + "I")
 
 
 def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
-    """The decision fields only: ``(state, expires_at, changed_at, probed_at)``.
+    """The decision fields only: ``(state, expires_at, changed_at, probed_at)``."""
+    return decode_decision(data)[:4]  # type: ignore[return-value]
+
+
+def decode_decision(data: bytes) -> tuple[State, float | None, float, float, bool]:
+    """What a decision reads: ``(state, expires_at, changed_at, probed_at, needs_browser)``.
 
     Checks the header's own checksum (version 3) and its times, not the rest: a record
     whose tail is damaged is decided from its header (the damage shows on a full read).
@@ -325,7 +363,8 @@ def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
             head = _HEADER.unpack_from(data)
             if head[0] != _V2:
                 raise RecordError(f"unsupported record version {head[0]}")
-        state = _STATES[head[1]]
+        code = head[1]
+        state = _STATES[code & _STATE_MASK]
     except (struct.error, IndexError, TypeError) as exc:
         raise RecordError(str(exc)) from exc
     changed, expires, probed = head[11], head[12], head[13]
@@ -338,7 +377,7 @@ def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
         and (_isnan(expires) or 0.0 <= expires <= top)
     ):
         raise RecordError("corrupt record: a time is not finite or out of range")
-    return state, (None if _isnan(expires) else expires), changed, probed
+    return state, (None if _isnan(expires) else expires), changed, probed, bool(code & _BROWSER_BIT)
 
 
 def decode(data: bytes) -> DomainStat:
@@ -380,7 +419,12 @@ def _decode_payload(data: bytes) -> DomainStat:
         pos += 1
         base = head[9]
         end = pos + n_recent * _ENTRY.size
-        if end != len(data):
+        ext = (0, 0.0, 0.0)
+        if head[1] & _EXT_BIT:
+            if end + _EXT.size != len(data):
+                raise RecordError("truncated extension" if end + _EXT.size > len(data) else "trailing bytes")
+            ext = _EXT.unpack_from(data, end)
+        elif end != len(data):
             raise RecordError("truncated entries" if end > len(data) else "trailing bytes")
         codes = _CODES
         recent = []
@@ -397,7 +441,7 @@ def _decode_payload(data: bytes) -> DomainStat:
         expires = head[12]
         return DomainStat(
             domain=domain,
-            state=_STATES[head[1]],
+            state=_STATES[head[1] & _STATE_MASK],
             recent=recent,
             fetch_total=head[4],
             fetch_ok=head[5],
@@ -409,6 +453,9 @@ def _decode_payload(data: bytes) -> DomainStat:
             state_changed_at=head[11],
             state_expires_at=None if math.isnan(expires) else expires,
             probed_at=head[13],
+            dead_visits=ext[0],
+            dead_at=ext[1],
+            browser_since=ext[2],
         )
     except RecordError:
         raise
@@ -482,6 +529,8 @@ def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
         and (expires is None or expires >= 0.0)
     ):
         return encode(stat)  # which says why (RecordError)
+    if stat.dead_visits or stat.dead_at or stat.browser_since or (len(old) > 1 and old[1] & _EXT_BIT):
+        return encode(stat)  # the extension (fields added in 0.2) is not spliced
     stored = _stored_parts(stat, old, kept)
     if stored is None:
         return encode(stat)

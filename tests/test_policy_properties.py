@@ -217,14 +217,15 @@ def test_transitions_follow_the_entry_rules(seq):
             assert old is State.UNKNOWN
             assert entry.outcome is Outcome.DEAD
             # two consecutive dead signals of this unknown period, not all from HEAD
+            # (`recent` outlives unknown's own renewal, docs/SPEC.md section 2 revised: the streak is
+            # read back to the start of this period only)
             streak = []
             for e in reversed(stat.recent):
-                if e.outcome is not Outcome.DEAD:
+                if e.outcome is not Outcome.DEAD or e.at < live.state_changed_at:
                     break
                 streak.append(e)
             assert len(streak) >= 2
             assert any(e.method is not Method.HEAD for e in streak)
-            assert all(e.at >= live.state_changed_at for e in streak)
         if tr is not None and tr.new is State.FRIENDLY:
             assert old is State.UNKNOWN
         if tr is not None and tr.new is State.COLD:

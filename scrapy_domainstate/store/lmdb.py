@@ -59,6 +59,7 @@ from ..record import (
     RecordError,
     State,
     decode,
+    decode_decision,
     decode_header,
     encode,
     encode_spliced,
@@ -548,12 +549,12 @@ class LmdbStore(DomainStore):
         if raw is None:
             return policy.decide(None, now), State.UNKNOWN, policy._expiry(State.UNKNOWN, now)
         try:
-            state, expires, changed_at, probed_at = decode_header(raw)
+            state, expires, changed_at, probed_at, browser = decode_decision(raw)
         except RecordError:
             return super().decide(domain, now)
         if expires is not None and now >= expires:
             return super().decide(domain, now)
-        return policy.decide_state(state, probed_at, changed_at), state, expires
+        return policy.decide_state(state, probed_at, changed_at, browser), state, expires
 
     def _decide_slow(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         # Map resized by another process, reader table full...: _read handles them.

@@ -79,7 +79,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .._breaker import CircuitBreaker
 from ..config import Config, ConfigError
 from ..policy import EXPIRES_TO, Decision, Policy, Transition
-from ..record import DomainStat, RecentEntry, RecordError, State, decode, decode_header, encode
+from ..record import DomainStat, RecentEntry, RecordError, State, decode, decode_decision, encode
 from .base import DomainStore, StoreError, apply_entries
 
 __all__ = ["RedisStore", "mask_url"]
@@ -403,12 +403,12 @@ class RedisStore(DomainStore):
         raw = self._read(self._rkey(domain))
         if raw is not None:
             try:
-                state, expires, changed, probed = decode_header(raw)
+                state, expires, changed, probed, browser = decode_decision(raw)
             except RecordError as exc:
                 self._note_corrupt(domain, exc)
             else:
                 if expires is None or now < expires:
-                    return self.policy.decide_state(state, probed, changed), state, expires
+                    return self.policy.decide_state(state, probed, changed, browser), state, expires
                 stat = self._decode_or_none(domain, raw)
                 if stat is not None:
                     stat = self.policy.current(stat, domain, now)
