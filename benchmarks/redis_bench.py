@@ -35,17 +35,14 @@ import tempfile
 import time
 import uuid
 from dataclasses import replace
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import redis
-from redis_server import RedisServer, redis_binary
 
 from scrapy_domainstate.config import Config
 from scrapy_domainstate.policy import Policy
 from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry
 from scrapy_domainstate.store.redis import RedisStore, mask_url
+from scrapy_domainstate.testing.redis_server import RedisServer, redis_binary
 
 OUTCOMES = [
     (Method.FETCH, Outcome.OK_CONTACT, 200),

@@ -111,7 +111,7 @@ class DomainStat:
     browser_since: float = 0.0
 
     def copy(self) -> DomainStat:
-        # Positional, in field order (tests/test_record.py checks every field is copied):
+        # Positional, in field order (tests/unit/test_record.py checks every field is copied):
         # about twice as fast as keywords.
         return DomainStat(
             self.domain,

@@ -1,7 +1,7 @@
 """Render the README's settings table from ``scrapy_domainstate.config.SETTINGS``, the one list of settings.
 
 ``python scripts/settings_table.py --write`` rewrites the table in README.rst, ``--check``
-exits 1 when it is out of date, no option prints it; ``tests/test_readme.py`` fails when the
+exits 1 when it is out of date, no option prints it; ``tests/tools/test_readme.py`` fails when the
 README and the code disagree.
 """
 

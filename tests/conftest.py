@@ -1,7 +1,7 @@
 """Shared fixtures: the multi-host test server, crawl settings, the browser, ``run_crawl``.
 
 End-to-end tests need pytest-twisted's asyncio reactor: ``--reactor=asyncio``.
-No test reaches the network: names resolve from ``tests/resolver.py``'s table (installed on
+No test reaches the network: names resolve from ``scrapy_domainstate/testing/resolver.py``'s table (installed on
 the reactor for the whole session, and again per crawl), the server listens on 127.0.0.1,
 Chromium maps every name it does not know to ``~NOTFOUND``, and below Twisted the process's
 ``socket.getaddrinfo`` refuses every name but localhost (see ``_no_network``).
@@ -10,7 +10,6 @@ Chromium maps every name it does not know to ``~NOTFOUND``, and below Twisted th
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-# tests/ is not a package: make its helper modules importable however pytest imports this file
-_HERE = str(Path(__file__).parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from crawl import run_crawl as _run_crawl  # noqa: E402
-from resolver import HOSTS_SETTING, TableResolver  # noqa: E402
-from sites import SiteServer  # noqa: E402
-
-from scrapy_domainstate.testing.offline import CHROMIUM, chromium_launch_options, loopback_only  # noqa: E402
+from scrapy_domainstate.testing.crawl import run_crawl as _run_crawl
+from scrapy_domainstate.testing.offline import CHROMIUM, chromium_launch_options, loopback_only
+from scrapy_domainstate.testing.resolver import HOSTS_SETTING, TableResolver
+from scrapy_domainstate.testing.sites import SiteServer
 
 # Shared CI machines are slow and noisy: property tests are about properties, not speed.
 settings.register_profile("domainstate", deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -42,7 +42,7 @@ What the downloader sees (Scrapy's HTTP/1.1 handler, Twisted ``HostnameEndpoint`
 Scrapy installs ``TWISTED_DNS_RESOLVER`` only in ``CrawlerProcess.start()`` (so ``scrapy
 crawl`` and ``scrapy shell`` use it); a ``CrawlerRunner`` (what tests and the demo use) never
 does. ``tests/conftest.py`` therefore installs this resolver itself, for the whole session and
-again per crawl (see ``run_crawl`` in ``tests/crawl.py``), and ``example_project/demo.py`` installs
+again per crawl (see ``run_crawl`` in ``scrapy_domainstate/testing/crawl.py``), and ``example_project/demo.py`` installs
 it before its crawls.
 """
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from ._command import Command
 from ._output import Progress
 
-# the names tests/test_command.py imports from here
+# the names tests/tools/test_command.py imports from here
 from ._output import parse_ttl as _parse_ttl  # noqa: F401
 from ._output import span as _span  # noqa: F401
 

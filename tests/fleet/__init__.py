@@ -1,0 +1,1 @@
+"""Many crawlers, one state: the remote client, the reference service, both together."""

@@ -1,0 +1,1 @@
+"""Store backends: the contract every store passes, LMDB reliability, Redis."""

@@ -1,0 +1,117 @@
+"""Packaging: PEP 621 metadata in pyproject.toml only, a LICENSE, CHANGES.rst, docs the code cites.
+
+The wheel is built for real (setuptools' PEP 517 backend, in a copy of the source tree)
+and its metadata read back, as pip would see it.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from tests import ROOT
+
+tomllib = pytest.importorskip("tomllib")
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_metadata_lives_in_pyproject_only() -> None:
+    project = _pyproject()["project"]
+    assert not (ROOT / "setup.cfg").exists()
+    assert not (ROOT / "setup.py").exists()
+    assert project["name"] == "scrapy-domainstate"
+    assert project["license"] == "BSD-3-Clause"
+    assert project["entry-points"]["scrapy.commands"] == {
+        "domainstate": "scrapy_domainstate.commands.domainstate:Command"
+    }
+    assert set(project["optional-dependencies"]) == {"browser", "redis", "chart", "test"}
+    assert {Requirement(r).name for r in project["dependencies"]} == {"scrapy", "twisted", "tldextract", "lmdb"}
+
+
+def test_declared_minimums_are_met_by_the_tested_environment() -> None:
+    """The tests run against versions that satisfy what the package declares."""
+    project = _pyproject()["project"]
+    for text in [*project["dependencies"], *project["optional-dependencies"]["test"]]:
+        req = Requirement(text)
+        assert req.specifier.contains(Version(version(req.name)), prereleases=True), (text, version(req.name))
+    scrapy = next(Requirement(r) for r in project["dependencies"] if r.startswith("scrapy"))
+    assert scrapy.specifier.contains("2.19.0") and not scrapy.specifier.contains("2.18.9")
+
+
+def test_license_file_is_bsd_3_clause() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("BSD 3-Clause License")
+    assert "scrapy-domainstate developers" in text
+    assert "Neither the name of the copyright holder" in text
+
+
+def test_changelog_is_out_of_the_readme() -> None:
+    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    changes = (ROOT / "CHANGES.rst").read_text(encoding="utf-8")
+    assert "0.1.0 (unreleased)" in changes
+    assert "0.1.0 (unreleased)" not in readme
+    assert "CHANGES.rst" in readme
+
+
+def test_every_doc_the_code_cites_is_in_the_repository() -> None:
+    cited: set[str] = set()
+    for folder in ("scrapy_domainstate", "tests", "benchmarks", "example_project"):
+        for path in (ROOT / folder).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            cited.update(re.findall(r"docs/[\w.-]+\.(?:md|yaml)", text))
+            # a bare name would point nowhere in the repository
+            assert not re.search(r"(?<!docs/)\b(?:SPEC|ANTIBOT-MARKERS)\.md", text), path
+            assert not re.search(r"\bSPEC section", text), path
+    assert {"docs/SPEC.md", "docs/ANTIBOT-MARKERS.md"} <= cited
+    for name in cited:
+        assert (ROOT / name).is_file(), name
+
+
+def test_the_wheel_carries_the_metadata(tmp_path: Path) -> None:
+    pytest.importorskip("setuptools", minversion="77")
+    src = tmp_path / "src"
+    shutil.copytree(
+        ROOT,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".git", "*cache*", "build", "*.egg-info", ".scrapy", "__pycache__", ".hypothesis"
+        ),
+    )
+    out = tmp_path / "dist"
+    out.mkdir()
+    code = f"from setuptools import build_meta; print(build_meta.build_wheel({str(out)!r}))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, cwd=src, capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    wheel = out / done.stdout.strip().splitlines()[-1]
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+        metadata = email.parser.Parser().parsestr(zf.read(f"{info}/METADATA").decode())
+        entry_points = zf.read(f"{info}/entry_points.txt").decode()
+    assert "scrapy_domainstate/py.typed" in names
+    assert f"{info}/licenses/LICENSE" in names
+    assert not any(n.startswith(("tests/", "benchmarks/", "example_project/")) for n in names)
+    import scrapy_domainstate
+
+    assert metadata["Name"] == "scrapy-domainstate"
+    assert metadata["Version"] == scrapy_domainstate.__version__
+    assert metadata["License-Expression"] == "BSD-3-Clause"
+    assert set(metadata.get_all("Provides-Extra")) == {"browser", "redis", "chart", "test"}
+    assert "scrapy>=2.19" in metadata.get_all("Requires-Dist")
+    assert "domainstate = scrapy_domainstate.commands.domainstate:Command" in entry_points
