@@ -12,7 +12,7 @@ import pytest
 from scrapy_domainstate.keys import host_fact_key
 from scrapy_domainstate.policy import SHELL_RENDER, Decision, Policy
 from scrapy_domainstate.record import DomainStat, Method, RecentEntry, State, decode, decode_decision, encode
-from tests.test_policy import (
+from tests.unit.test_policy import (
     ANTIBOT,
     BLOCK,
     CONTACT,
