@@ -469,8 +469,8 @@ def read_csv(
             hint = (
                 " (a cell holding commas, such as recent, must be in double quotes)" if len(cells) > len(names) else ""
             )
-            expected = len(names) - trailing_optional if len(cells) < len(names) else len(names)
-            errors.append(RowError(start, f"expected {expected} fields, got {len(cells)}{hint}"))
+            wanted = len(names) - trailing_optional if len(cells) < len(names) else len(names)
+            errors.append(RowError(start, f"expected {wanted} fields, got {len(cells)}{hint}"))
             continue
         bad_text = _not_utf8(cells, names)
         if bad_text is not None:

@@ -345,7 +345,8 @@ _HEAD_V3 = struct.Struct(_HEADER.format + "I")
 
 def decode_header(data: bytes) -> tuple[State, float | None, float, float]:
     """The decision fields only: ``(state, expires_at, changed_at, probed_at)``."""
-    return decode_decision(data)[:4]  # type: ignore[return-value]
+    state, expires, changed, probed, _ = decode_decision(data)
+    return state, expires, changed, probed
 
 
 def decode_decision(data: bytes) -> tuple[State, float | None, float, float, bool]:
@@ -427,7 +428,7 @@ def _decode_payload(data: bytes) -> DomainStat:
         elif end != len(data):
             raise RecordError("truncated entries" if end > len(data) else "trailing bytes")
         codes = _CODES
-        recent = []
+        recent: list[RecentEntry] = []
         append = recent.append
         new_entry = object.__new__
         for offset, code, status, index in _ENTRY.iter_unpack(data[pos:end]):

@@ -244,7 +244,7 @@ class Summary:
         if len(recent) > 1 and self.top_n > 0:
             switches = sum(1 for a, b in itertools.pairwise(recent) if a.outcome is not b.outcome)
             if switches:
-                row = Changed(
+                changed = Changed(
                     switches,
                     len({e.outcome for e in recent}),
                     stat.last_seen,
@@ -254,9 +254,9 @@ class Summary:
                     tuple((e.at, str(e.method), str(e.outcome), e.status, e.error_class) for e in recent),
                 )
                 if len(self._top) < self.top_n:
-                    heapq.heappush(self._top, row)
-                elif row > self._top[0]:
-                    heapq.heapreplace(self._top, row)
+                    heapq.heappush(self._top, changed)
+                elif changed > self._top[0]:
+                    heapq.heapreplace(self._top, changed)
 
     @property
     def changed_most(self) -> list[Changed]:
@@ -427,13 +427,13 @@ def _stacked_svg(
     series: Iterable[State] | Iterable[Outcome],
     colors: Mapping[Any, str],
 ) -> str:
-    series = list(series)
+    names: list[Any] = list(series)
     counts, first, last = bins.counts, bins.first, bins.last
     width, height = 760, 270
     left, right, top, bottom = 56, 12, 12, 46
     plot_w, plot_h = width - left - right, height - top - bottom
     n_bins = last - first + 1
-    totals = [sum(counts[d, s] for s in series) for d in range(first, last + 1)]
+    totals = [sum(counts[d, s] for s in names) for d in range(first, last + 1)]
     peak = max(totals, default=0)
     step = _nice_step(peak)
     y_max = step * max(1, math.ceil(peak / step))
@@ -457,7 +457,7 @@ def _stacked_svg(
     for i, n_bin in enumerate(range(first, last + 1)):
         x = left + i * slot + (slot - bar_w) / 2
         y = top + plot_h
-        for s in series:
+        for s in names:
             n = counts[n_bin, s]
             if not n:
                 continue

@@ -579,7 +579,7 @@ class LmdbStore(DomainStore):
                 ok = cur.set_range(last)
                 if ok and cur.key() == last:
                     ok = cur.next()
-            out = []
+            out: list[tuple[bytes, bytes]] = []
             while ok and len(out) < CHUNK:
                 out.append(cur.item())
                 ok = cur.next()
@@ -979,11 +979,20 @@ class LmdbStore(DomainStore):
                 if expires is not None and now >= expires:
                     candidates.append(key)
             if candidates:
-                removed += self._write(lambda txn, sh, keys=candidates: self._drop_expired(txn, sh, keys, now))
+
+                def drop(txn: Any, sh: _Shared, keys: list[bytes] = candidates) -> int:
+                    return self._drop_expired(txn, sh, keys, now)
+
+                removed += self._write(drop)
         for items in self._scan("urls"):
             dead = [k for k, v in items if len(v) != _F64.size or _F64.unpack(v)[0] <= now]
             if dead:
-                self._write(lambda txn, sh, keys=dead: [txn.delete(k, db=sh.urls) for k in keys])
+
+                def forget(txn: Any, sh: _Shared, keys: list[bytes] = dead) -> None:
+                    for k in keys:
+                        txn.delete(k, db=sh.urls)
+
+                self._write(forget)
         return removed
 
     def _drop_expired(self, txn: Any, sh: _Shared, keys: list[bytes], now: float) -> int:
