@@ -41,7 +41,15 @@ except ImportError:  # pragma: no cover - idna is a dependency of tldextract
 if TYPE_CHECKING:
     from tldextract import TLDExtract
 
-__all__ = ["MAX_DOMAIN_LENGTH", "MAX_KEY_BYTES", "domain_key", "host_fact_key", "host_of", "is_domain_key", "is_site_root"]
+__all__ = [
+    "MAX_DOMAIN_LENGTH",
+    "MAX_KEY_BYTES",
+    "domain_key",
+    "host_fact_key",
+    "host_of",
+    "is_domain_key",
+    "is_site_root",
+]
 
 #: Upper bound of a key's UTF-8 length (LMDB's own limit is 511 bytes).
 MAX_KEY_BYTES = 200
