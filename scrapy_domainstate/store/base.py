@@ -219,6 +219,21 @@ class DomainStore(ABC):
 
     #: Buffered outcomes kept while the backend fails; the oldest beyond it are dropped.
     max_buffered = 100_000
+    #: True while :meth:`_record_buffering` runs: a store's flush then keeps a failed batch
+    #: buffered instead of raising.
+    _auto_flush = False
+
+    def _record_buffering(self, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
+        """:meth:`record` for stores that buffer while their backend fails: the flush it
+        triggers never raises, and the buffer stays within :attr:`max_buffered`."""
+        self._auto_flush = True
+        try:
+            result = DomainStore.record(self, domain, entry)
+        finally:
+            self._auto_flush = False
+        if self._n_pending > self.max_buffered:
+            self._trim_buffer()
+        return result
 
     def _trim_buffer(self) -> None:
         """Drop the oldest buffered outcomes (first-buffered domains first) down to 90 % of

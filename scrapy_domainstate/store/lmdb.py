@@ -621,14 +621,7 @@ class LmdbStore(DomainStore):
         outcomes stay buffered, at most :attr:`max_buffered`)."""
         if self._shared is not None and self._shared.pid != _PROC.pid:
             self._forget_parent()
-        self._auto_flush = True
-        try:
-            result = super().record(domain, entry)
-        finally:
-            self._auto_flush = False
-        if self._n_pending > self.max_buffered:
-            self._trim_buffer()
-        return result
+        return self._record_buffering(domain, entry)
 
     def mark_url_dead(self, fingerprint: str, until: float) -> None:
         """Buffered: written with the next batch (or at close)."""

@@ -463,14 +463,7 @@ class RedisStore(DomainStore):
 
     def record(self, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
         # A flush triggered by record() never raises: while Redis is away, entries stay buffered.
-        self._auto_flush = True
-        try:
-            result = super().record(domain, entry)
-        finally:
-            self._auto_flush = False
-        if self._n_pending > self.max_buffered:
-            self._trim_buffer()
-        return result
+        return self._record_buffering(domain, entry)
 
     def flush(self) -> int:
         """Write buffered outcomes. Raises StoreError (entries stay buffered) unless called by record()."""
