@@ -501,25 +501,29 @@ class RedisStore(DomainStore):
         try:
             self._write_batch(batch)
         except BaseException:
-            # Entries of domains already written are not re-applied; the rest go back in
-            # front of anything recorded meanwhile.
-            written, self._written = self._written, set()
-            back = {d: e for d, e in batch.items() if d not in written}
-            for domain, entries in self._pending.items():
-                back.setdefault(domain, []).extend(entries)
-            self._pending = back
-            self._n_pending = sum(len(e) for e in back.values())
-            for domain in written:
-                if domain not in back:
-                    self._view.pop(domain, None)
-            if self._n_pending > self.max_buffered:
-                self._trim_buffer()
+            self._restore_unwritten(batch)
             raise
         self._written = set()
         for domain in batch:
             if domain not in self._pending:
                 self._view.pop(domain, None)
         return n
+
+    def _restore_unwritten(self, batch: dict[str, list[RecentEntry]]) -> None:
+        """Put a failed batch back in the buffer, less the domains already written."""
+        # Entries of domains already written are not re-applied; the rest go back in
+        # front of anything recorded meanwhile.
+        written, self._written = self._written, set()
+        back = {d: e for d, e in batch.items() if d not in written}
+        for domain, entries in self._pending.items():
+            back.setdefault(domain, []).extend(entries)
+        self._pending = back
+        self._n_pending = sum(len(e) for e in back.values())
+        for domain in written:
+            if domain not in back:
+                self._view.pop(domain, None)
+        if self._n_pending > self.max_buffered:
+            self._trim_buffer()
 
     def _resolve_unconfirmed(self) -> None:
         """Find out whether transactions whose EXEC reply was lost ran; drop their entries if so."""
