@@ -109,6 +109,22 @@ def _antibot_streak(recent: list[RecentEntry]) -> int:
     return n
 
 
+def _count(stat: DomainStat, entry: RecentEntry) -> None:
+    """Add one observation to the record's lifetime counters."""
+    if entry.method is Method.FETCH:
+        stat.fetch_total += 1
+        if entry.outcome is Outcome.OK_CONTACT:
+            stat.fetch_ok += 1
+        elif entry.outcome is Outcome.OK_EMPTY:
+            stat.fetch_ok_empty += 1
+    elif entry.method is Method.TAB:
+        stat.tab_total += 1
+        if entry.outcome is Outcome.OK_CONTACT:
+            stat.tab_ok += 1
+    if entry.outcome in _SUCCESS:
+        stat.dead_visits = 0  # seen alive: a later dead verdict starts a new chain
+
+
 def _shell_renders(recent: list[RecentEntry]) -> int:
     """Pages in a row whose plain fetch was a shell that the browser then rendered."""
     n = 0
@@ -244,19 +260,7 @@ class Policy:
         if entry.outcome is Outcome.NO_VERDICT:
             return new, self._transition(domain, start_state, new, now, "expired")
 
-        if entry.method is Method.FETCH:
-            new.fetch_total += 1
-            if entry.outcome is Outcome.OK_CONTACT:
-                new.fetch_ok += 1
-            elif entry.outcome is Outcome.OK_EMPTY:
-                new.fetch_ok_empty += 1
-        elif entry.method is Method.TAB:
-            new.tab_total += 1
-            if entry.outcome is Outcome.OK_CONTACT:
-                new.tab_ok += 1
-        if entry.outcome in _SUCCESS:
-            new.dead_visits = 0  # seen alive: a later dead verdict starts a new chain
-
+        _count(new, entry)
         new.recent.append(entry)
         overflow = len(new.recent) - self.config.recent_size
         if overflow > 0:
@@ -267,25 +271,30 @@ class Policy:
         if reason is not None:
             target, why = reason
             if target is not new.state:
-                if new.state is State.FRIENDLY and target is State.UNKNOWN:
-                    # Demotion is friendly's "on expiry" (docs/SPEC.md section 2): `recent` is
-                    # cleared as on any expiry, so no friendly-era failure counts as a
-                    # dead or antibot signal of the new unknown period.
-                    new.recent = []
-                new.state = target
-                new.state_changed_at = now
-                if target is State.DEAD:
-                    new.state_expires_at, held = self._dead_expiry(new, now)
-                    why = f"{why}; {held}"
-                else:
-                    new.state_expires_at = self._expiry(target, now)
-                if target is State.UNKNOWN:
-                    new.probed_at = 0.0
+                why = self._enter(new, target, why, now)
                 return new, self._transition(domain, start_state, new, now, why)
             if target is State.ANTIBOT_SOFT:
                 # Sliding TTL: every new antibot signal restarts it.
                 new.state_expires_at = self._expiry(target, now)
         return new, self._transition(domain, start_state, new, now, "expired")
+
+    def _enter(self, new: DomainStat, target: State, why: str, now: float) -> str:
+        """Move ``new`` into ``target`` at ``now``; returns ``why`` with any dead-hold detail."""
+        if new.state is State.FRIENDLY and target is State.UNKNOWN:
+            # Demotion is friendly's "on expiry" (docs/SPEC.md section 2): `recent` is
+            # cleared as on any expiry, so no friendly-era failure counts as a
+            # dead or antibot signal of the new unknown period.
+            new.recent = []
+        new.state = target
+        new.state_changed_at = now
+        if target is State.DEAD:
+            new.state_expires_at, held = self._dead_expiry(new, now)
+            why = f"{why}; {held}"
+        else:
+            new.state_expires_at = self._expiry(target, now)
+        if target is State.UNKNOWN:
+            new.probed_at = 0.0
+        return why
 
     def _learn_browser(self, stat: DomainStat, entry: RecentEntry) -> None:
         """Rule 7: pages whose plain fetch is a shell the browser renders make the domain
