@@ -203,38 +203,9 @@ class Summary:
         if len(examples) < EXAMPLES:
             examples.append(stat.domain)
         if self.table_rows > 0:
-            row = DomainRow(
-                stat.last_seen,
-                stat.domain,
-                current.state,
-                reason,
-                current.state_changed_at,
-                current.state_expires_at,
-                stat.fetch_total,
-                stat.fetch_ok,
-                stat.tab_total,
-            )
-            if len(self._rows) < self.table_rows:
-                heapq.heappush(self._rows, row)
-            elif row > self._rows[0]:
-                heapq.heapreplace(self._rows, row)
+            self._add_row(stat, current, reason)
         first_minute = _minute(now) - int(HOURLY_WINDOW * HOUR / MINUTE) + 1
-        expires = current.state_expires_at
-        if expires is not None:
-            if expires - now <= DAY:
-                self.expiring_24h += 1
-            if expires - now <= 7 * DAY:
-                self.expiring_7d += 1
-        if current.state_changed_at > 0:
-            age = now - current.state_changed_at
-            if age <= DAY:
-                self.changed_24h += 1
-            if age <= 7 * DAY:
-                self.changed_7d += 1
-            self.entered[_day(current.state_changed_at), current.state] += 1
-            minute = _minute(current.state_changed_at)
-            if minute >= first_minute:
-                self.entered_minutes[minute, current.state] += 1
+        self._add_times(current, first_minute)
         recent = stat.recent
         for entry in recent:
             self.outcomes[_day(entry.at), entry.outcome] += 1
@@ -257,6 +228,44 @@ class Summary:
                     heapq.heappush(self._top, changed)
                 elif changed > self._top[0]:
                     heapq.heapreplace(self._top, changed)
+
+    def _add_row(self, stat: DomainStat, current: DomainStat, reason: str) -> None:
+        """Keep the record in the domain table if it is among the most recently seen."""
+        row = DomainRow(
+            stat.last_seen,
+            stat.domain,
+            current.state,
+            reason,
+            current.state_changed_at,
+            current.state_expires_at,
+            stat.fetch_total,
+            stat.fetch_ok,
+            stat.tab_total,
+        )
+        if len(self._rows) < self.table_rows:
+            heapq.heappush(self._rows, row)
+        elif row > self._rows[0]:
+            heapq.heapreplace(self._rows, row)
+
+    def _add_times(self, current: DomainStat, first_minute: int) -> None:
+        """Count the record's coming expiry and its last state change."""
+        now = self.now
+        expires = current.state_expires_at
+        if expires is not None:
+            if expires - now <= DAY:
+                self.expiring_24h += 1
+            if expires - now <= 7 * DAY:
+                self.expiring_7d += 1
+        if current.state_changed_at > 0:
+            age = now - current.state_changed_at
+            if age <= DAY:
+                self.changed_24h += 1
+            if age <= 7 * DAY:
+                self.changed_7d += 1
+            self.entered[_day(current.state_changed_at), current.state] += 1
+            minute = _minute(current.state_changed_at)
+            if minute >= first_minute:
+                self.entered_minutes[minute, current.state] += 1
 
     @property
     def changed_most(self) -> list[Changed]:
