@@ -189,6 +189,34 @@ def _state(text: str) -> State:
         raise _Bad(f"unknown state {text[:40]!r}; valid states: {_VALID_STATES}") from None
 
 
+def _entry_at(where: str, value: Any, first_seen: float | None) -> float:
+    """An entry's time, checked and put on the record's grid; raises _Bad."""
+    at: float = value
+    if type(value) is not float or not math.isfinite(value):
+        at = _float(f"{where}.at", value)
+    if first_seen is not None:
+        # On the record's grid (whole seconds after first_seen), as the store keeps it:
+        # an exported time (whole seconds) reads back as the entry it was.
+        offset = round(at - first_seen)
+        if not 0 <= offset <= _U32:
+            raise _Bad(f"{where}.at ({at!r}) must lie between first_seen ({first_seen!r}) and 136 years after it")
+        at = first_seen + offset
+    return at
+
+
+def _error_class_problem(where: str, error_class: Any) -> str | None:
+    """What is wrong with a non-null error_class, or ``None``."""
+    if not isinstance(error_class, str):
+        return f"{where}.error_class must be a string or null, got {str(error_class)[:40]}"
+    try:
+        size = len(error_class.encode("utf-8"))
+    except UnicodeEncodeError:
+        return f"{where}.error_class is not valid Unicode text"
+    if size > _MAX_ERROR_BYTES:
+        return f"{where}.error_class is longer than {_MAX_ERROR_BYTES} bytes"
+    return None
+
+
 def _entry(i: int, item: Any, first_seen: float | None) -> RecentEntry:
     where = f"recent[{i}]"
     if not isinstance(item, dict):
@@ -200,15 +228,7 @@ def _entry(i: int, item: Any, first_seen: float | None) -> RecentEntry:
     problems = []
     at = item["at"]
     try:
-        if type(at) is not float or not math.isfinite(at):
-            at = _float(f"{where}.at", at)
-        if first_seen is not None:
-            # On the record's grid (whole seconds after first_seen), as the store keeps it:
-            # an exported time (whole seconds) reads back as the entry it was.
-            offset = round(at - first_seen)
-            if not 0 <= offset <= _U32:
-                raise _Bad(f"{where}.at ({at!r}) must lie between first_seen ({first_seen!r}) and 136 years after it")
-            at = first_seen + offset
+        at = _entry_at(where, at, first_seen)
     except _Bad as exc:
         problems.append(str(exc))
     method = _METHOD_OF.get(item["method"]) if isinstance(item["method"], str) else None
@@ -222,16 +242,9 @@ def _entry(i: int, item: Any, first_seen: float | None) -> RecentEntry:
         problems.append(f"{where}.status must be an HTTP status or null, got {str(status)[:40]}")
     error_class = item.get("error_class")
     if error_class is not None:
-        if not isinstance(error_class, str):
-            problems.append(f"{where}.error_class must be a string or null, got {str(error_class)[:40]}")
-        else:
-            try:
-                size = len(error_class.encode("utf-8"))
-            except UnicodeEncodeError:
-                problems.append(f"{where}.error_class is not valid Unicode text")
-            else:
-                if size > _MAX_ERROR_BYTES:
-                    problems.append(f"{where}.error_class is longer than {_MAX_ERROR_BYTES} bytes")
+        problem = _error_class_problem(where, error_class)
+        if problem is not None:
+            problems.append(problem)
     if problems:
         raise _Bad("; ".join(problems))
     return RecentEntry(at, method, outcome, status, error_class)  # type: ignore[arg-type]
@@ -384,6 +397,62 @@ def _not_utf8(cells: list[str], names: list[str]) -> str | None:
     return f"{', '.join(bad)}: not valid UTF-8 text"
 
 
+def _header(reader: Any) -> list[str] | RowError:
+    """The column names of the header line, or the error that it is missing or unreadable."""
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        return RowError(1, f"not CSV: {exc}")
+    if header is None:
+        return RowError(1, "empty file: expected a header line")
+    names = [h.strip().lstrip("\ufeff") for h in header]
+    bad_text = _not_utf8(names, names)
+    if bad_text is not None:
+        return RowError(1, "the header is not valid UTF-8 text")
+    return names
+
+
+def _header_error(names: list[str], minimal: bool) -> RowError | None:
+    """The error of a header with missing, unknown or repeated columns, or ``None``."""
+    expected = MINIMAL_COLUMNS if minimal else EXPORTED_COLUMNS
+    missing = [c for c in COLUMNS if c not in names] if not minimal else []
+    unknown = [n for n in names if n not in expected]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    problems = []
+    if missing:
+        problems.append(f"missing columns: {', '.join(missing)}")
+    if unknown:
+        problems.append(f"unknown columns: {', '.join(repr(n[:40]) for n in unknown)}")
+    if dupes:
+        problems.append(f"repeated columns: {', '.join(dupes)}")
+    if problems:
+        return RowError(
+            1,
+            "; ".join(problems) + f" (expected: {','.join(COLUMNS)}; or the minimal domain,state[,ttl])",
+        )
+    return None
+
+
+def _trailing_optional(names: list[str]) -> int:
+    """How many optional columns end the header (an older file's rows may lack them)."""
+    trailing_optional = 0
+    while trailing_optional < len(names) and names[len(names) - 1 - trailing_optional] in _OPTIONAL:
+        trailing_optional += 1
+    return trailing_optional
+
+
+def _checked_cells(cells: list[str], names: list[str], trailing_optional: int) -> tuple[list[str], str | None]:
+    """``cells`` padded for absent optional cells, and what is wrong with them (field
+    count, then text that is not UTF-8) or ``None``."""
+    if len(names) - trailing_optional <= len(cells) < len(names):
+        cells = cells + [""] * (len(names) - len(cells))  # an older row: optional cells absent
+    if len(cells) != len(names):
+        hint = " (a cell holding commas, such as recent, must be in double quotes)" if len(cells) > len(names) else ""
+        wanted = len(names) - trailing_optional if len(cells) < len(names) else len(names)
+        return cells, f"expected {wanted} fields, got {len(cells)}{hint}"
+    return cells, _not_utf8(cells, names)
+
+
 def read_csv(
     fh: TextIO,
     *,
@@ -409,42 +478,18 @@ def read_csv(
     errors: list[RowError] = []
     records: list[DomainStat] = []
     reader = csv.reader(fh)
-    try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        return [], [RowError(1, f"not CSV: {exc}")]
-    if header is None:
-        return [], [RowError(1, "empty file: expected a header line")]
-    names = [h.strip().lstrip("\ufeff") for h in header]
-    bad_text = _not_utf8(names, names)
-    if bad_text is not None:
-        return [], [RowError(1, "the header is not valid UTF-8 text")]
+    names = _header(reader)
+    if isinstance(names, RowError):
+        return [], [names]
     minimal = set(names) <= set(MINIMAL_COLUMNS) and {"domain", "state"} <= set(names)
-    expected = MINIMAL_COLUMNS if minimal else EXPORTED_COLUMNS
-    missing = [c for c in COLUMNS if c not in names] if not minimal else []
-    unknown = [n for n in names if n not in expected]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    problems = []
-    if missing:
-        problems.append(f"missing columns: {', '.join(missing)}")
-    if unknown:
-        problems.append(f"unknown columns: {', '.join(repr(n[:40]) for n in unknown)}")
-    if dupes:
-        problems.append(f"repeated columns: {', '.join(dupes)}")
-    if problems:
-        return [], [
-            RowError(
-                1,
-                "; ".join(problems) + f" (expected: {','.join(COLUMNS)}; or the minimal domain,state[,ttl])",
-            )
-        ]
+    header_error = _header_error(names, minimal)
+    if header_error is not None:
+        return [], [header_error]
     if minimal:
         now = time.time() if now is None else now
         ttl = DEFAULT_TTL if ttl is None else ttl
     index = {name: i for i, name in enumerate(names)}
-    trailing_optional = 0
-    while trailing_optional < len(names) and names[len(names) - 1 - trailing_optional] in _OPTIONAL:
-        trailing_optional += 1
+    trailing_optional = _trailing_optional(names)
     seen: dict[str, int] = {}
     line = reader.line_num + 1
     n = 0
@@ -463,25 +508,17 @@ def read_csv(
         start, line = line, reader.line_num + 1
         if not cells or all(not c.strip() for c in cells):
             continue  # blank line
-        if len(names) - trailing_optional <= len(cells) < len(names):
-            cells = cells + [""] * (len(names) - len(cells))  # an older row: optional cells absent
-        if len(cells) != len(names):
-            hint = (
-                " (a cell holding commas, such as recent, must be in double quotes)" if len(cells) > len(names) else ""
-            )
-            wanted = len(names) - trailing_optional if len(cells) < len(names) else len(names)
-            errors.append(RowError(start, f"expected {wanted} fields, got {len(cells)}{hint}"))
-            continue
-        bad_text = _not_utf8(cells, names)
-        if bad_text is not None:
-            errors.append(RowError(start, bad_text))
+        cells, wrong = _checked_cells(cells, names, trailing_optional)
+        if wrong is not None:
+            errors.append(RowError(start, wrong))
             continue
         row = {name: cells[i] for name, i in index.items()}
         try:
-            if minimal:
-                stat = _parse_minimal(row, per_hostname, now, ttl)  # type: ignore[arg-type]
-            else:
-                stat = _parse_row(row, per_hostname)
+            stat = (
+                _parse_minimal(row, per_hostname, now, ttl)  # type: ignore[arg-type]
+                if minimal
+                else _parse_row(row, per_hostname)
+            )
         except _Bad as exc:
             errors.append(RowError(start, str(exc)))
             continue
