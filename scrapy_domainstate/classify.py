@@ -436,6 +436,29 @@ _TLS_VERIFY_CODES = {
 }
 
 
+def _tls_verdict(nodes: list[BaseException], types: dict[str, tuple[type[BaseException], ...]]) -> Verdict:
+    """A TLS failure: a network error when the stream broke mid-response, else dead."""
+    mid_stream = any(
+        isinstance(n, types["response_failed"]) and not isinstance(n, types["never_received"]) for n in nodes
+    ) or _named(nodes, "ReadError", "PayloadError")
+    if mid_stream:
+        return Verdict(Outcome.NETWORK_ERROR, None, "tls:stream", browser_fixable=True)
+    return Verdict(Outcome.DEAD, None, _tls_detail(nodes))
+
+
+def _dns_verdict(nodes: list[BaseException], types: dict[str, tuple[type[BaseException], ...]]) -> Verdict:
+    """A DNS failure: temporary (a network error) or the name does not resolve (dead)."""
+    text = _messages(nodes)
+    temporary = (
+        any(isinstance(n, types["dns_temporary"]) for n in nodes)
+        or any(isinstance(n, socket.gaierror) and n.errno == socket.EAI_AGAIN for n in nodes)
+        or any(word in text for word in ("temporary", "try again", "servfail", "timeout", "timed out"))
+    )
+    if temporary:
+        return Verdict(Outcome.NETWORK_ERROR, None, "dns-temporary")
+    return Verdict(Outcome.DEAD, None, "dns")
+
+
 def _tls_detail(nodes: list[BaseException]) -> str:
     for node in nodes:
         code = getattr(node, "verify_code", None)
@@ -710,6 +733,25 @@ class Classifier:
                 return None  # and too long to be an interstitial
         elif low and plan.title_patterns:
             markers = plan.markers
+        if markers:
+            verdict = self._first_marker(markers, status, hdrs, low, ext, found, title)
+            if verdict is not None:
+                return verdict
+        if not low or (size > SMALL_PAGE and not ext and shape is None):
+            return None  # a long page with content in its prefix is no interstitial
+        return self._structural(status, low, ext, shape)
+
+    def _first_marker(
+        self,
+        markers: tuple[_Compiled, ...],
+        status: int,
+        hdrs: Mapping[str, str],
+        low: bytes | None,
+        ext: bytes,
+        found: set[bytes],
+        title: bytes | None,
+    ) -> Verdict | None:
+        """The verdict of the first of ``markers`` that fires, or ``None``."""
         for c in markers:
             kind = c.kind
             detail: str | None = None
@@ -719,35 +761,27 @@ class Classifier:
                 if not self._header_hit(c, hdrs):
                     continue
             elif kind == "title":
-                if title is None:
-                    title = self._title(low, ext)
+                title = self._title(low, ext) if title is None else title
                 if not title or not any(p in title for p in c.title_patterns):
                     continue
             elif kind == "body":
                 hits = c.literals & found
-                if not hits:
-                    continue
-                if (
+                if not hits or (
                     c.outside_scripts
                     and low is not None
                     and not any((ext and lit in ext) or _outside_scripts(low, lit) for lit in hits)
                 ):
                     continue
             elif kind == "regex":
-                if c.anchor not in found or c.regex is None or low is None:
-                    continue
-                match = self._regex_hit(c, low, ext)
+                match = self._regex_hit(c, low, ext, found)
                 if match is None:
                     continue
-                if match.groups():
-                    detail = (match.group(1) or b"").decode("ascii", "replace")
+                detail = (match.group(1) or b"").decode("ascii", "replace") if match.groups() else None
             if c.requires and (low is None or not all(r in low or r in ext for r in c.requires)):
                 continue
             hard = c.marker.hard
             return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)
-        if not low or (size > SMALL_PAGE and not ext and shape is None):
-            return None  # a long page with content in its prefix is no interstitial
-        return self._structural(status, low, ext, shape)
+        return None
 
     @staticmethod
     def _title(low: bytes | None, ext: bytes) -> bytes:
@@ -757,8 +791,9 @@ class Classifier:
         return title
 
     @staticmethod
-    def _regex_hit(c: _Compiled, low: bytes, ext: bytes) -> re.Match[bytes] | None:
-        assert c.regex is not None
+    def _regex_hit(c: _Compiled, low: bytes | None, ext: bytes, found: set[bytes]) -> re.Match[bytes] | None:
+        if c.anchor not in found or c.regex is None or low is None:
+            return None
         for match in c.regex.finditer(low):
             if not c.outside_scripts or not _in_script(low, match.start()):
                 return match
@@ -798,9 +833,14 @@ class Classifier:
                     return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or widget_vendor}:{name}", True)
                 break
         if shape.empty and not title:
-            for script_vendor, name, lits in self._scripts:
-                if script_vendor not in NAMING_ONLY and not cues.isdisjoint(lits):
-                    return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or script_vendor}:{name}", True)
+            return self._script_verdict(status, cues, vendor)
+        return None
+
+    def _script_verdict(self, status: int, cues: set[bytes], vendor: str | None) -> Verdict | None:
+        """A vendor's challenge script on an otherwise empty page, or ``None``."""
+        for script_vendor, name, lits in self._scripts:
+            if script_vendor not in NAMING_ONLY and not cues.isdisjoint(lits):
+                return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or script_vendor}:{name}", True)
         return None
 
     def _vendor(self, cues: set[bytes]) -> str | None:
@@ -983,22 +1023,9 @@ class Classifier:
         if _named(nodes, "Proxy", "TunnelError"):
             return Verdict(Outcome.NETWORK_ERROR, None, "proxy")
         if any(isinstance(n, types["tls"]) for n in nodes) or _named(nodes, "SSL", "Certificate"):
-            mid_stream = any(
-                isinstance(n, types["response_failed"]) and not isinstance(n, types["never_received"]) for n in nodes
-            ) or _named(nodes, "ReadError", "PayloadError")
-            if mid_stream:
-                return Verdict(Outcome.NETWORK_ERROR, None, "tls:stream", browser_fixable=True)
-            return Verdict(Outcome.DEAD, None, _tls_detail(nodes))
+            return _tls_verdict(nodes, types)
         if any_of("dns") or _named(nodes, "DNS", "Resolve"):
-            text = _messages(nodes)
-            temporary = (
-                any_of("dns_temporary")
-                or any(isinstance(n, socket.gaierror) and n.errno == socket.EAI_AGAIN for n in nodes)
-                or any(word in text for word in ("temporary", "try again", "servfail", "timeout", "timed out"))
-            )
-            if temporary:
-                return Verdict(Outcome.NETWORK_ERROR, None, "dns-temporary")
-            return Verdict(Outcome.DEAD, None, "dns")
+            return _dns_verdict(nodes, types)
         if any_of("timeout") or os_errno(errno.ETIMEDOUT):
             return Verdict(Outcome.NETWORK_ERROR, None, "timeout", browser_fixable=True)
         if any_of("unreachable") or os_errno(errno.ENETUNREACH, errno.EHOSTUNREACH):
