@@ -1,6 +1,6 @@
 """Per-page cost of the body scans: anti-bot classification and the contact scan.
 
-Pages are real captures from ``tests/corpus`` (a normal page cut to 50 KB, the same with a
+Pages are real captures from ``tests/unit/corpus`` (a normal page cut to 50 KB, the same with a
 contact near its end, a real page repeated to 1 MB, a page whose first 64 KB are all
 inline styles and scripts, a small and a site-branded 352 KB challenge). For each page it
 times ``Classifier.response()``, ``has_contact()`` and both one after the other on the same
@@ -28,7 +28,7 @@ import scrapy_domainstate
 from scrapy_domainstate.classify import Classifier
 from scrapy_domainstate.contacts import has_contact
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "unit" / "corpus"
 
 
 def _page(name: str) -> bytes:

@@ -1,6 +1,6 @@
-"""Anti-bot detection measured on real captured responses (``tests/corpus``).
+"""Anti-bot detection measured on real captured responses (``tests/unit/corpus``).
 
-Every page in ``tests/corpus/manifest.json`` was recorded from a live site and found in a
+Every page in ``tests/unit/corpus/manifest.json`` was recorded from a live site and found in a
 public project (test fixtures of anti-bot bypass libraries, saved pages of scraper test
 suites, captured responses); the manifest names the repository, path, commit and licence of
 each, its label (``block-hard``, ``challenge-soft`` or ``normal``) and the vendor. Pages
