@@ -439,11 +439,19 @@ def explain(sites: list[Site], first: CrawlReport, second: CrawlReport, browser:
             f"first and re-issued in the browser when they meet a wall (two requests per page), until 3 "
             f"walls in a row make them antibot-hard (browser only) or their 7-day TTL runs out."
         )
-    if browser and kinds2["js-shell"]["states"].get("unknown"):
-        lines.append(
-            "Script-only sites (js-shell) stay unknown: each crawl fetches the empty shell, then renders "
-            "it in the browser; the states describe walls and dead or useless sites, not rendering needs."
-        )
+    shell2 = kinds2["js-shell"]
+    if browser and shell2["states"].get("unknown"):
+        if shell2["browser"] and not shell2["plain"]:
+            lines.append(
+                "Script-only sites (js-shell) keep their state (unknown), but the plugin learned in crawl 1 "
+                "that they need the browser: crawl 2 renders each page once, without the plain fetch of "
+                "the empty shell first."
+            )
+        else:
+            lines.append(
+                "Script-only sites (js-shell) stay unknown: this crawl still fetched the empty shell before "
+                "rendering it in the browser (the browser is learned after enough rendered shells in a row)."
+            )
     lost = sorted(first.sites_with_contacts - second.sites_with_contacts)
     if lost:
         by_kind = Counter(kind_of.get(_host(url), "?") for url in lost)
