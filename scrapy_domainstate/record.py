@@ -213,7 +213,6 @@ def _err_table(table: dict[str, int]) -> list[bytes] | None:
 def _encode_payload(stat: DomainStat) -> bytes:
     domain = stat.domain.encode("utf-8")
     recent = stat.recent
-    expires = stat.state_expires_at
     base = stat.first_seen
     codes = _ENTRY_CODE
     table: dict[str, int] = {}
@@ -231,25 +230,8 @@ def _encode_payload(stat: DomainStat) -> bytes:
         elif offset > _U32:
             offset = _U32
         flat += (offset, codes[entry.method, entry.outcome], entry.status or 0, index)
-    fetch_total, fetch_ok, fetch_ok_empty = stat.fetch_total, stat.fetch_ok, stat.fetch_ok_empty
-    tab_total, tab_ok = stat.tab_total, stat.tab_ok
     ext = _extension(stat)
-    head = (
-        VERSION,
-        _state_byte(stat, ext),
-        len(recent),
-        len(domain),
-        fetch_total if fetch_total <= _U32 else _U32,
-        fetch_ok if fetch_ok <= _U32 else _U32,
-        fetch_ok_empty if fetch_ok_empty <= _U32 else _U32,
-        tab_total if tab_total <= _U32 else _U32,
-        tab_ok if tab_ok <= _U32 else _U32,
-        stat.first_seen,
-        stat.last_seen,
-        stat.state_changed_at,
-        _NAN if expires is None else (expires if expires <= MAX_TIME else MAX_TIME),
-        stat.probed_at,
-    )
+    head = _header_fields(stat, _state_byte(stat, ext), len(recent), len(domain))
     if not table:
         # Header, domain, empty error table and entries in one pack.
         return _flat_struct(len(domain), len(recent)).pack(*head, domain, 0, *flat) + ext
@@ -467,14 +449,15 @@ def _decode_payload(data: bytes) -> DomainStat:
 # ------------------------------------------------------- spliced encoding
 
 
-def _spliced_head(stat: DomainStat, n_recent: int, dlen: int) -> tuple[object, ...]:
-    """The header fields of ``stat`` as :func:`encode` packs them."""
+def _header_fields(stat: DomainStat, state_byte: int, n_recent: int, dlen: int) -> tuple[object, ...]:
+    """The header fields of ``stat`` as :func:`encode` and the spliced encoding pack them
+    (counters capped at 32 bits, a far expiry at :data:`MAX_TIME`)."""
     expires = stat.state_expires_at
     fetch_total, fetch_ok, fetch_ok_empty = stat.fetch_total, stat.fetch_ok, stat.fetch_ok_empty
     tab_total, tab_ok = stat.tab_total, stat.tab_ok
     return (
         VERSION,
-        _STATE_CODE[stat.state],
+        state_byte,
         n_recent,
         dlen,
         fetch_total if fetch_total <= _U32 else _U32,
@@ -541,7 +524,7 @@ def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
         return encode(stat)
     parts, packed = added
     domain = stat.domain.encode("utf-8")
-    head = _HEADER.pack(*_spliced_head(stat, len(stat.recent), len(domain)))
+    head = _HEADER.pack(*_header_fields(stat, _STATE_CODE[stat.state], len(stat.recent), len(domain)))
     return _sealed(head, b"".join((domain, bytes((len(classes),)), table, *parts, entries, packed)))
 
 
