@@ -14,6 +14,9 @@ browser=False, browser_route=True)``
     request already carries the browser meta; ``browser_route``: a browser download handler
     would answer it (false in no-browser mode).
 
+Each function of the facts has a twin of the facts it reads, for the per-request path
+(``admit_of``, ``dead_url_of``, ``route_of``: no facts object built per request).
+
 ``admit(facts) -> Route | None``
     Before the store is read: a request the plugin leaves alone (``PASS``), a re-issue
     (``TAB``, undecided), or ``None``: ask the store.
@@ -43,7 +46,7 @@ from enum import Enum
 
 from .policy import Decision
 
-__all__ = ["Action", "RequestFacts", "Route", "admit", "dead_url", "robots_txt", "route"]
+__all__ = ["Action", "RequestFacts", "Route", "admit", "admit_of", "dead_url", "dead_url_of", "robots_txt", "route", "route_of"]
 
 _HTTP_SCHEMES = frozenset({"http", "https"})
 
@@ -103,22 +106,30 @@ def admit(facts: RequestFacts) -> Route | None:
     site to probe, no browser to fall back to); a URL without a domain. A browser re-issue
     goes as ``tab`` without a new decision.
     """
-    if facts.robots:
-        return Route(Action.PASS, ROBOTS)
-    if facts.scheme not in _HTTP_SCHEMES:
-        return Route(Action.PASS, NOT_HTTP)
-    if not facts.domain:
-        return Route(Action.PASS, NO_DOMAIN)
-    if facts.reissued:
-        return Route(Action.TAB, REISSUE)
+    return admit_of(facts.robots, facts.scheme, facts.domain, facts.reissued)
+
+
+def admit_of(robots: bool, scheme: str, domain: str, reissued: bool) -> Route | None:
+    """:func:`admit` from the facts it reads (the per-request path, no facts object built)."""
+    if robots:
+        return _PASS_ROBOTS
+    if scheme not in _HTTP_SCHEMES:
+        return _PASS_NOT_HTTP
+    if not domain:
+        return _PASS_NO_DOMAIN
+    if reissued:
+        return _TAB_REISSUE
     return None
 
 
 def dead_url(facts: RequestFacts) -> Route | None:
     """A URL marked dead (404/410 off the root): skipped unless forced."""
-    if facts.force:
-        return None
-    return Route(Action.SKIP, URL_DEAD)
+    return dead_url_of(facts.force)
+
+
+def dead_url_of(force: bool) -> Route | None:
+    """:func:`dead_url` from ``force`` alone."""
+    return None if force else _SKIP_URL_DEAD
 
 
 def route(facts: RequestFacts, decision: Decision, can_wait: bool = False, ask_remote: bool = False) -> Route:
@@ -129,14 +140,19 @@ def route(facts: RequestFacts, decision: Decision, can_wait: bool = False, ask_r
     engine, a ``PROBE`` goes on as ``fetch-then-browser``. ``SKIP`` skips unless forced
     (then it is a ``fetch``). ``BROWSER`` adds the browser meta to a request that lacks it.
     """
-    key = (
-        decision,
-        bool(facts.force),
-        bool(facts.browser),
-        bool(facts.browser_route),
-        bool(can_wait),
-        bool(ask_remote),
-    )
+    return route_of(decision, facts.force, facts.browser, facts.browser_route, can_wait, ask_remote)
+
+
+def route_of(
+    decision: Decision,
+    force: bool,
+    browser: bool,
+    browser_route: bool,
+    can_wait: bool = False,
+    ask_remote: bool = False,
+) -> Route:
+    """:func:`route` from the facts it reads (the per-request path, no facts object built)."""
+    key = (decision, bool(force), bool(browser), bool(browser_route), bool(can_wait), bool(ask_remote))
     found = _ROUTES.get(key)
     if found is None:
         # Routes are immutable and depend on these six inputs only: one per combination.
@@ -171,8 +187,15 @@ def _route(
     return Route(action, None, decision, counted, forced, to_browser)
 
 
+_PASS_ROBOTS = Route(Action.PASS, ROBOTS)
+_PASS_NOT_HTTP = Route(Action.PASS, NOT_HTTP)
+_PASS_NO_DOMAIN = Route(Action.PASS, NO_DOMAIN)
+_TAB_REISSUE = Route(Action.TAB, REISSUE)
+_SKIP_URL_DEAD = Route(Action.SKIP, URL_DEAD)
+
+
 def robots_txt(facts: RequestFacts, decision: Decision) -> Route:
     """The robots.txt download for a domain: skipped with the domain's own requests."""
     if not facts.force and (decision is Decision.SKIP or (decision is Decision.BROWSER and not facts.browser_route)):
         return Route(Action.SKIP, ROBOTS, decision)
-    return Route(Action.PASS, ROBOTS)
+    return _PASS_ROBOTS

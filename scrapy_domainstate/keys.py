@@ -49,6 +49,7 @@ __all__ = [
     "host_of",
     "is_domain_key",
     "is_site_root",
+    "request_keys",
 ]
 
 #: Upper bound of a key's UTF-8 length (LMDB's own limit is 511 bytes).
@@ -308,14 +309,31 @@ def host_fact_key(host_or_url: str, per_hostname: bool = False) -> str | None:
     """
     if per_hostname or not isinstance(host_or_url, str):
         return None
-    raw = _raw_host(host_or_url)
-    host = _hostname_key(raw)
-    if not host:
-        return None
+    return _host_facts(_raw_host(host_or_url))[1]
+
+
+def request_keys(url: str, per_hostname: bool = False) -> tuple[str, str | None]:
+    """``(domain_key(url, per_hostname), host_fact_key(url, per_hostname))``, the URL read once.
+
+    >>> request_keys("https://shop.example.co.uk/a"), request_keys("https://shop.example.co.uk/a", True)
+    (('example.co.uk', 'shop.example.co.uk'), ('shop.example.co.uk', None))
+    """
+    if not isinstance(url, str):
+        return "", None
+    raw = _raw_host(url)
+    if per_hostname:
+        return _hostname_key(raw), None
+    return _host_facts(raw)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _host_facts(raw: str) -> tuple[str, str | None]:
+    """The site key of a raw host, and its own key when its host facts live apart."""
     site = _site_key(raw)
-    if host == site or host == "www." + site:
-        return None
-    return host
+    host = _hostname_key(raw)
+    if not host or host == site or host == "www." + site:
+        return site, None
+    return site, host
 
 
 def host_of(url: str) -> str:

@@ -21,6 +21,7 @@ wires the lifecycle once (open at ``spider_opened``, flush on a timer, flush and
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import time
 from collections.abc import Callable
@@ -47,7 +48,7 @@ from ._telemetry import Telemetry
 from .classify import Classifier, Verdict
 from .config import Config, ConfigError, log_unknown_settings
 from .crawllog import CrawlSummary, append_crawl
-from .keys import domain_key, host_fact_key, host_of, is_site_root
+from .keys import domain_key, host_fact_key, host_of, is_site_root, request_keys
 from .policy import Decision, Policy, Transition
 from .record import DomainStat, Method, Outcome, RecentEntry, State
 from .store import DomainStore, create_store
@@ -68,8 +69,9 @@ META_OUT = "domainstate"
 META_REISSUE = "domainstate_reissued"
 META_DECISION = "_domainstate_decision"
 META_PENDING = "_domainstate_pending"
-#: ``(retry_times, redirects)`` when the request was decided: a copy that comes back with more
-#: is a retry or a redirect of it (``repeat/{retry,redirect}``), not a new decision.
+#: ``(retry_times, redirects, url, host facts key)`` when the request was decided: a copy that
+#: comes back with more is a retry or a redirect of it (``repeat/{retry,redirect}``), not a new
+#: decision; the record of its outcome reads the host key (of that URL) from here.
 META_SEEN = "_domainstate_seen"
 META_REPEAT = "_domainstate_repeat"
 #: The URL of a browser re-issue of a plain fetch that got a script-only shell (its render
@@ -83,6 +85,14 @@ _FTB = Decision.FETCH_THEN_BROWSER.value
 _DEAD_STATUSES = (404, 410)
 #: States whose requests wait for room in their download slot before they are decided.
 _LEARNING = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT})
+# The pure judgements of :mod:`._evidence`, memoised: their inputs are small immutable values
+# that repeat from one response to the next (a few facts, a few verdicts), and building the
+# frozen dataclasses costs more than looking them up.
+_facts = functools.lru_cache(maxsize=1024)(evidence.Facts)
+_judge = functools.lru_cache(maxsize=4096)(evidence.judge_response)
+_with_usefulness = functools.lru_cache(maxsize=4096)(evidence.with_usefulness)
+#: ``(force, browser, browser_route)`` of a request (see :meth:`DomainStateManager._flags`).
+_Flags = tuple[bool, bool, bool]
 
 
 class DomainStateManager:
@@ -289,12 +299,12 @@ class DomainStateManager:
         """The request carries the browser meta and a browser handler answers it."""
         return self.browser.has_meta(request) and self.browser.reaches(request)
 
-    def _decide(self, domain: str, now: float, url: str | None = None) -> tuple[Decision, State, float | None]:
-        """The decision for ``domain``; with ``url``, also the URL's host facts (a host that is
-        neither the registrable domain nor its ``www.`` has its own dead/cold record)."""
+    def _decide(self, domain: str, now: float, host: str | None = None) -> tuple[Decision, State, float | None]:
+        """The decision for ``domain``; with ``host`` (the URL's :func:`~.keys.host_fact_key`), also
+        that host's facts (a host that is neither the registrable domain nor its ``www.`` has
+        its own dead/cold record)."""
         try:
             decided = self.store.decide(domain, now)
-            host = None if url is None else host_fact_key(url, self.config.per_hostname)
             if host is None:
                 return decided
             return Policy.decide_with_host(decided, self.store.decide(host, now))
@@ -306,18 +316,13 @@ class DomainStateManager:
         # ``_value_``, not ``.value``: the Enum property costs a Python call per read.
         request.meta[META_OUT] = {"domain": domain, "state": state._value_, "expires_at": expires, "method": method}
 
-    def _request_facts(
-        self, request: Request, domain: str, scheme: str = "http", robots: bool = False
-    ) -> routing.RequestFacts:
-        meta = request.meta
-        return routing.RequestFacts(
-            scheme=scheme,
-            robots=robots,
-            domain=domain,
-            reissued=meta.get(META_REISSUE) == request.url,
-            force=bool(meta.get(META_FORCE)),
-            browser=self.is_browser(request),
-            browser_route=self.browser.reaches(request),
+    def _flags(self, request: Request) -> _Flags:
+        """``(force, browser, browser_route)`` of a request, as :func:`._routing.route_of` reads them."""
+        browser_route = self.browser.reaches(request)
+        return (
+            bool(request.meta.get(META_FORCE)),
+            browser_route and self.browser.has_meta(request),
+            browser_route,
         )
 
     def before_request(self, request: Request) -> Any:
@@ -325,25 +330,29 @@ class DomainStateManager:
         meta = request.meta
         if meta.get(META_PROBE):
             return None
-        repeat = _repeat_of(meta)
+        retries = meta.get("retry_times", 0)
+        redirects = len(meta.get("redirect_urls", ()))
+        seen = meta.get(META_SEEN)
+        repeat = None if seen is None else _repeat(seen, retries, redirects)
         # Spiders often build requests with ``meta=response.meta``: what this plugin wrote
         # for the parent (its decision, its pending outcome) must not ride along.
         for key in _PER_REQUEST_KEYS:
             meta.pop(key, None)
-        robots = request.url.endswith("/robots.txt") and bool(meta.get("dont_obey_robotstxt"))
-        domain = self.key(request.url)
+        url = request.url
+        robots = url.endswith("/robots.txt") and bool(meta.get("dont_obey_robotstxt"))
+        domain, host = request_keys(url, self.config.per_hostname)
         # Scrapy stores URLs with a lowercase scheme (``safe_url_string``).
-        facts = self._request_facts(request, domain, request.url.partition(":")[0], robots)
-        admitted = routing.admit(facts)
+        admitted = routing.admit_of(robots, url.partition(":")[0], domain, meta.get(META_REISSUE) == url)
         if admitted is not None and admitted.action is routing.Action.PASS:
             if robots and domain:
-                self._robots_txt(request, domain, facts)
+                self._robots_txt(request, domain, host)
             return None  # robots.txt, file:, data:...: neither decided nor evidence
         self._seen.add(domain)
-        meta[META_SEEN] = (meta.get("retry_times", 0), len(meta.get("redirect_urls", ())))
+        # The URL and its host-facts key ride along for the outcome's record.
+        meta[META_SEEN] = (retries, redirects, url, host)
         if repeat:
             meta[META_REPEAT] = repeat
-        return self._decide_now(request, domain, facts, admitted)
+        return self._decide_now(request, domain, host, self._flags(request), admitted)
 
     def _enter_gate(self, request: Request) -> Deferred[None] | None:
         """Wait here, not in the download slot's queue, so the request is decided when sent."""
@@ -366,12 +375,13 @@ class DomainStateManager:
         waiter: Deferred[None],
         request: Request,
         domain: str,
-        facts: routing.RequestFacts,
+        host: str | None,
+        flags: _Flags,
         admitted: routing.Route | None,
     ) -> None:
         await maybe_deferred_to_future(waiter)
         self.telemetry.inc("gate/waited")
-        pending = self._decide_now(request, domain, facts, admitted, gated=True)
+        pending = self._decide_now(request, domain, host, flags, admitted, gated=True)
         if pending is not None:
             await pending
 
@@ -386,7 +396,8 @@ class DomainStateManager:
         self,
         request: Request,
         domain: str,
-        facts: routing.RequestFacts,
+        host: str | None,
+        flags: _Flags,
         admitted: routing.Route | None,
         gated: bool = False,
     ) -> Any:
@@ -394,16 +405,16 @@ class DomainStateManager:
         if admitted is not None:  # a browser re-issue: goes as tab, not decided again
             self._go(request, domain, admitted, *self._decide(domain, now)[1:])
             return None
-        skip = routing.dead_url(facts)
+        skip = routing.dead_url_of(flags[0])
         if skip is not None and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
             self._go(request, domain, skip, State.DEAD, None)
-        decision, state, expires = self._decide(domain, now, request.url)
+        decision, state, expires = self._decide(domain, now, host)
         if not gated and state in _LEARNING:
             # A domain still being learned can turn dead or cold any moment: decide again
             # when the request is about to be sent (the other states hold for a crawl).
             waiter = self._enter_gate(request)
             if waiter is not None:
-                return self._decide_when_sent(waiter, request, domain, facts, admitted)
+                return self._decide_when_sent(waiter, request, domain, host, flags, admitted)
         # First sight of a domain: ask the fleet, with or without a HEAD probe to follow.
         # (a request that arrives while the answer is awaited waits for it, as for a probe)
         ask = (
@@ -412,15 +423,19 @@ class DomainStateManager:
             and (domain not in self._asked or self.probes.busy(domain))
         )
         can_wait = (ask or decision is Decision.PROBE) and self._engine_running()
-        route = routing.route(facts, decision, can_wait=can_wait, ask_remote=ask)
+        route = routing.route_of(decision, *flags, can_wait, ask)
         if route.action is routing.Action.WAIT:
-            return self._probe_then_route(request, domain, probe=route.probe)
+            return self._probe_then_route(request, domain, host, flags, probe=route.probe)
         self._go(request, domain, route, state, expires)
         return None
 
-    def _robots_txt(self, request: Request, domain: str, facts: routing.RequestFacts) -> None:
+    def _robots_txt(self, request: Request, domain: str, host: str | None) -> None:
         """RobotsTxtMiddleware's download: none for a domain the plugin skips."""
-        decision, state, _ = self._decide(domain, self.clock(), request.url)
+        decision, state, _ = self._decide(domain, self.clock(), host)
+        force, browser, browser_route = self._flags(request)
+        facts = routing.RequestFacts(
+            robots=True, domain=domain, force=force, browser=browser, browser_route=browser_route
+        )
         if routing.robots_txt(facts, decision).action is routing.Action.SKIP:
             self.telemetry.inc("robotstxt/skipped")
             raise IgnoreRequest(f"domainstate: no robots.txt request to {domain}: it is {state}")
@@ -463,11 +478,13 @@ class DomainStateManager:
         if route.decision is not None:
             self.telemetry.debug("%s %s: %s is %s", route.decision, request.url, domain, state)
 
-    async def _probe_then_route(self, request: Request, domain: str, probe: bool = True) -> None:
+    async def _probe_then_route(
+        self, request: Request, domain: str, host: str | None, flags: _Flags, probe: bool = True
+    ) -> None:
         await self.probes.once(domain, lambda: self._first_sight(request, domain, probe))
-        decision, state, expires = self._decide(domain, self.clock(), request.url)
+        decision, state, expires = self._decide(domain, self.clock(), host)
         # (a PROBE again: no verdict stamped, the store failing or the probe's record lost: go on)
-        self._go(request, domain, routing.route(self._request_facts(request, domain), decision), state, expires)
+        self._go(request, domain, routing.route_of(decision, *flags), state, expires)
 
     async def _first_sight(self, request: Request, domain: str, probe: bool) -> None:
         self._asked.add(domain)
@@ -508,7 +525,7 @@ class DomainStateManager:
         to the host's record as :meth:`Policy.host_entry` says, and to the domain's as
         :meth:`Policy.domain_entry` says; the domain's record and transition are returned."""
         entry = RecentEntry(self.clock(), method, verdict.outcome, verdict.status, verdict.error_class)
-        host = None if request is None else host_fact_key(request.url, self.config.per_hostname)
+        host = None if request is None else self._host_facts_key(request)
         if host is not None:
             to_host = Policy.host_entry(entry)
             if to_host is not None:
@@ -518,6 +535,14 @@ class DomainStateManager:
                 return None
             entry = to_domain
         return self._record_entry(domain, entry, verdict, request)
+
+    def _host_facts_key(self, request: Request) -> str | None:
+        """The request's :func:`~.keys.host_fact_key`, as worked out when it was decided."""
+        seen = request.meta.get(META_SEEN)
+        if seen is not None and len(seen) == 4 and seen[2] == request.url:
+            host: str | None = seen[3]
+            return host
+        return host_fact_key(request.url, self.config.per_hostname)
 
     def _record_entry(
         self, domain: str, entry: RecentEntry, verdict: Verdict, request: Request | None
@@ -542,20 +567,28 @@ class DomainStateManager:
         ``DOMAINSTATE_BROWSER_RENDERED`` check); a failure of a request sent to the browser
         is the browser's."""
         meta = request.meta
-        sent_to_browser = self.is_browser(request)
-        cached = response is not None and "cached" in response.flags
-        rendered = sent_to_browser if response is None or cached else self.browser.rendered(response)
-        return evidence.Facts(
-            method=Method.TAB if rendered else Method.FETCH,
-            status=None if response is None else response.status,
+        url = request.url
+        browser_route = self.browser.reaches(request)
+        sent_to_browser = browser_route and self.browser.has_meta(request)
+        if response is None:
+            status, cached, rendered, is_root = None, False, sent_to_browser, False
+        else:
+            status = response.status
+            cached = "cached" in response.flags
+            rendered = sent_to_browser if cached else self.browser.rendered(response)
             # Only a 404/410 asks whether the URL is the site root (dead site or dead URL).
-            is_root=response is not None and response.status in _DEAD_STATUSES and is_site_root(response.url),
-            cached=cached,
-            reissued=meta.get(META_REISSUE) == request.url,
-            fallback=meta.get(META_DECISION) == _FTB,
-            browser_route=self.browser.reaches(request),
-            unrendered=sent_to_browser and not rendered,
-            after_shell=meta.get(META_AFTER_SHELL) == request.url,
+            is_root = status in _DEAD_STATUSES and is_site_root(response.url)
+        return _facts(
+            Method.TAB if rendered else Method.FETCH,
+            status,
+            is_root,
+            cached,
+            False,  # robots: robots.txt downloads never get here
+            meta.get(META_REISSUE) == url,
+            meta.get(META_DECISION) == _FTB,
+            browser_route,
+            sent_to_browser and not rendered,
+            meta.get(META_AFTER_SHELL) == url,
         )
 
     def after_response(self, request: Request, response: Response) -> Request | Response:
@@ -595,12 +628,12 @@ class DomainStateManager:
         )
         if verdict.outcome is not Outcome.ANTIBOT and response.url.startswith("https:"):
             verdict = self._certificate_verdict(response) or verdict
-        judged = evidence.judge_response(facts, verdict, passed)
+        judged = _judge(facts, verdict, passed)
         if judged.usefulness:
             if self.outcomes.from_items:
                 meta[META_PENDING] = (domain, facts.method, verdict.status)
                 return response
-            judged = evidence.with_usefulness(judged, self.outcomes.useful(response))
+            judged = _with_usefulness(judged, self.outcomes.useful(response))
         return self._apply(request, response, domain, facts.method, judged)
 
     def _apply(
@@ -704,13 +737,11 @@ class DomainStateManager:
         return {"domain": domain, "state": stat.state.value, "decision": decision.value, "record": stat}
 
 
-def _repeat_of(meta: dict[str, Any]) -> str | None:
-    """``retry`` or ``redirect`` when this request is a copy of one decided before."""
-    seen = meta.get(META_SEEN)
-    if seen is None:
-        return None
-    if meta.get("retry_times", 0) > seen[0]:
+def _repeat(seen: tuple[Any, ...], retries: int, redirects: int) -> str | None:
+    """``retry`` or ``redirect`` when this request (``retries``, ``redirects``) is a copy of one
+    decided before (``seen``: its ``META_SEEN``)."""
+    if retries > seen[0]:
         return "retry"
-    if len(meta.get("redirect_urls", ())) > seen[1]:
+    if redirects > seen[1]:
         return "redirect"
     return None
