@@ -16,8 +16,15 @@ requests ``--urls`` URLs spread over them. Two scenarios:
     ten, 4 pages in 10 show a contact near the top, 4 near the bottom and 2 none
     (the sites are ``friendly``); one site in ten answers every page with a
     Cloudflare "Just a moment..." challenge (403, ``cf-ray``; the site is
-    ``antibot-hard`` and its requests go the browser route, here a plain fetch
-    since no browser is installed), so 10 % of the pages are challenges.
+    ``antibot-hard`` and its requests go the browser route), so 10 % of the
+    pages are challenges.
+
+The browser is a stand-in in every crawl, on and off alike: a downloader
+middleware next to the download handler flags the responses of requests that
+carry the plugin's browser meta as rendered (``DOMAINSTATE_BROWSER_META`` and
+``DOMAINSTATE_BROWSER_RENDERED`` point at it), and they are downloaded like any
+other. So the plugin runs with its browser route on, the crawls with and without
+it download the same pages, and what is measured is the plugin, not Chromium.
 
 For each scenario the store is warmed first (crawls with the plugin until the
 states are steady); then crawls **off**, **on** and **noop** (off plus ten
@@ -352,6 +359,8 @@ ENTRY_POINTS = (
     "scrapy_domainstate.middleware:DomainStateMiddleware.process_exception",
     "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.process_spider_exception",
     "scrapy_domainstate.manager:DomainStateManager.record_items",
+    # Scrapy sends it for every request once the plugin listens (the send-gate's signal)
+    "scrapy_domainstate.manager:DomainStateManager.request_left_downloader",
     # the extension's timer flush (a flush inside a request is counted with the request)
     "scrapy_domainstate.manager:DomainStateManager.flush",
     "scrapy_domainstate.store.base:DomainStore.flush",
@@ -428,6 +437,24 @@ def _time_plugin_stats(meter: Meter) -> None:
 # ------------------------------------------------------------------ child
 
 
+class StandInBrowser:
+    """The benchmark's browser: a response to a request with the browser meta is flagged rendered."""
+
+    def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
+        if request.meta.get(STAND_IN_META):
+            response.flags.append(STAND_IN_FLAG)
+        return response
+
+
+STAND_IN_META = "benchmark_browser"
+STAND_IN_FLAG = "stand-in-render"
+
+
+def rendered_by_stand_in(response: Any) -> bool:
+    """``DOMAINSTATE_BROWSER_RENDERED`` of the benchmark crawls."""
+    return STAND_IN_FLAG in response.flags
+
+
 class NoopMiddleware:
     def process_request(self, request: Any, spider: Any = None) -> None:
         return None
@@ -490,9 +517,12 @@ def crawl_settings(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         "HTTPERROR_ALLOW_ALL": True,
         "DOMAINSTATE_LMDB_PATH": args.store,
     }
-    mws: dict[str, int] = {f"{__name__}.NoopMiddleware": 541}
+    # Every crawl has the stand-in browser, next to the download handler (see the docstring).
+    mws: dict[str, int] = {f"{__name__}.NoopMiddleware": 541, f"{__name__}.StandInBrowser": 990}
     if mode in ("on", "stages"):
         settings["ADDONS"] = {"scrapy_domainstate.Addon": 0}
+        settings["DOMAINSTATE_BROWSER_META"] = {STAND_IN_META: True}
+        settings["DOMAINSTATE_BROWSER_RENDERED"] = f"{__name__}.rendered_by_stand_in"
     if mode == "noop":
         for i in range(NOOPS):
             mws[f"{__name__}.{_noop_class(i).__name__}"] = 542 + i
@@ -693,6 +723,27 @@ def report(scenario: str, data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def print_targets(results: dict[str, dict[str, Any]]) -> None:
+    """Each figure of the issue next to its target (medians over the rounds)."""
+    rows = []
+    for scenario, res in results.items():
+        if not res:
+            continue
+        plugin = statistics.median(res["plugin_us"])
+        wall = statistics.median(res["wall_ratio"])
+        target = TARGETS[scenario]
+        rows.append(
+            (f"plugin CPU per request, {scenario} pages (us)", f"{plugin:.1f}", f"<= {target:.0f}", plugin <= target)
+        )
+        rows.append((f"wall time on/off, {scenario} pages", f"{wall:.3f}", f"<= {WALL_TARGET}", wall <= WALL_TARGET))
+    if not rows:
+        return
+    print("\ntargets (medians over the rounds):")
+    print(f"  {'figure':<46}{'result':>9}  {'target':<8} verdict")
+    for name, value, target, met in rows:
+        print(f"  {name:<46}{value:>9}  {target:<8} {'met' if met else 'missed'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", nargs="+", choices=("tiny", "real"), default=["tiny", "real"])
@@ -728,6 +779,7 @@ def main() -> int:
         server.wait()
     for scenario in args.scenarios:
         results[scenario] = report(scenario, data[scenario])
+    print_targets(results)
     if args.json:
         Path(args.json).write_text(json.dumps({"results": results, "raw": data}, indent=1))
     return 0

@@ -46,7 +46,18 @@ from enum import Enum
 
 from .policy import Decision
 
-__all__ = ["Action", "RequestFacts", "Route", "admit", "admit_of", "dead_url", "dead_url_of", "robots_txt", "route", "route_of"]
+__all__ = [
+    "Action",
+    "RequestFacts",
+    "Route",
+    "admit",
+    "admit_of",
+    "dead_url",
+    "dead_url_of",
+    "robots_txt",
+    "route",
+    "route_of",
+]
 
 _HTTP_SCHEMES = frozenset({"http", "https"})
 

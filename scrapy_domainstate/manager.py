@@ -122,6 +122,9 @@ class DomainStateManager:
         self.browser = BrowserRoute.from_crawler(crawler, config, self.classifier)
         self.dead_urls = DeadUrls(self.store, config.url_dead_ttl, self.telemetry.store_failed)
         self.gate = SendGate()
+        #: ``request_left_downloader`` is connected when the gate is first used: Scrapy sends it
+        #: for every request, and a receiver costs each of them a few microseconds.
+        self._left_connected = False
         #: Set by :class:`~scrapy_domainstate.pipeline.DomainStatePipeline`: a store that cannot
         #: open fails the crawl's start (exit status 1).
         self.exit_status_on_failure = False
@@ -154,7 +157,6 @@ class DomainStateManager:
             # alone still opens, flushes and closes the store.
             crawler.signals.connect(manager.spider_opened, signal=scrapy_signals.spider_opened)
             crawler.signals.connect(manager.spider_closed, signal=scrapy_signals.spider_closed)
-            crawler.signals.connect(manager.request_left_downloader, signal=scrapy_signals.request_left_downloader)
         return manager
 
     @property
@@ -358,6 +360,9 @@ class DomainStateManager:
         """Wait here, not in the download slot's queue, so the request is decided when sent."""
         if not self._engine_running():
             return None
+        if not self._left_connected:
+            self._left_connected = True
+            self.crawler.signals.connect(self.request_left_downloader, signal=scrapy_signals.request_left_downloader)
         self.gate.leave(request)  # a retry's or a redirect's copy: the place of the original
         downloader = self.crawler.engine.downloader
         key = downloader.get_slot_key(request)
