@@ -1,0 +1,238 @@
+#!/usr/bin/env python
+"""The anti-bot classifier measured on pages it was not tuned on (``tests/unit/holdout``).
+
+The held-out set holds real responses recorded from live sites and found in public projects
+(test fixtures, saved page sources, captured robots.txt fetches, and the fingerprints a WAF
+scanner files as GitHub issues with the status, headers and body it met). None of its bodies is
+in ``tests/unit/corpus``, the set the markers were tuned on. ``manifest.json`` names the
+source of each page; ``fidelity`` says whether the body is ``verbatim`` (the bytes the
+source stores), ``normalised`` (re-serialised by the capturing tool's HTML parser, text and
+markers intact) or ``synthetic`` (hand-written: reported, never counted).
+
+For each vendor and overall it prints the recall on block and challenge pages, the
+specificity on normal pages, the grading errors (a passable challenge graded hard, a hard
+block graded soft), the vendor named, and then one line per mistake with the page's file
+and the classifier's verdict. Pages whose status was not recorded are judged as a 200.
+
+    python benchmarks/holdout_eval.py              # the installed / PYTHONPATH package
+    python benchmarks/holdout_eval.py --verbatim   # only the byte-exact captures
+    python benchmarks/holdout_eval.py --corpus     # the tuning corpus, same table, to compare
+
+Not a test: the set is for measuring, so nothing here asserts a score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scrapy_domainstate.classify import Classifier, Verdict
+from scrapy_domainstate.record import Outcome
+
+ROOT = Path(__file__).resolve().parent.parent
+HOLDOUT = ROOT / "tests" / "unit" / "holdout"
+CORPUS = ROOT / "tests" / "unit" / "corpus"
+PAGE_URL = "https://www.example.com/page"
+HARD, SOFT, NORMAL = "block-hard", "challenge-soft", "normal"
+NOT_A_VENDOR = frozenset({"unknown", "none"})
+
+
+@dataclass(frozen=True)
+class Page:
+    """One manifest entry with its body."""
+
+    file: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    label: str
+    vendor: str
+    fidelity: str
+
+    @property
+    def counted(self) -> bool:
+        return self.fidelity != "synthetic"
+
+
+def load(folder: Path) -> list[Page]:
+    """Every page of ``folder/manifest.json`` (gzipped bodies are unpacked)."""
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    pages = []
+    for entry in manifest["entries"]:
+        raw = (folder / entry["file"]).read_bytes()
+        pages.append(
+            Page(
+                file=entry["file"],
+                status=int(entry["status"]),
+                headers=dict(entry["headers"]),
+                body=gzip.decompress(raw) if entry["file"].endswith(".gz") else raw,
+                label=entry["label"],
+                vendor=entry["vendor"],
+                fidelity=entry.get("fidelity", "verbatim" if entry.get("real", True) else "synthetic"),
+            )
+        )
+    return pages
+
+
+def named_vendor(verdict: Verdict) -> str | None:
+    """The vendor an anti-bot verdict names (``'challenge:<vendor>:<detail>'``)."""
+    if verdict.outcome is not Outcome.ANTIBOT or not verdict.error_class:
+        return None
+    parts = verdict.error_class.split(":")
+    return parts[1] if len(parts) > 2 else None
+
+
+def describe(verdict: Verdict) -> str:
+    hard = " hard" if verdict.is_hard_block else ""
+    return f"{verdict.outcome.value}{hard} {verdict.error_class or '-'} (status {verdict.status})"
+
+
+@dataclass
+class Tally:
+    """Counts for one vendor (or all of them)."""
+
+    blocks: int = 0
+    caught: int = 0
+    vendor_known: int = 0
+    vendor_right: int = 0
+    soft: int = 0
+    soft_graded_hard: int = 0
+    hard: int = 0
+    hard_graded_soft: int = 0
+    normal: int = 0
+    flagged: int = 0
+    mistakes: list[str] = field(default_factory=list)
+
+    def add(self, other: Tally) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def score(page: Page, verdict: Verdict, tally: Tally) -> None:
+    """Count one judged page into ``tally``; a mistake also gets a line."""
+    where = f"{page.file} [{page.vendor}, {page.label}, status {page.status}]"
+    if page.label == NORMAL:
+        tally.normal += 1
+        if verdict.outcome is Outcome.ANTIBOT:
+            tally.flagged += 1
+            tally.mistakes.append(f"FLAGGED   {where}: {describe(verdict)}")
+        return
+    tally.blocks += 1
+    if verdict.outcome is not Outcome.ANTIBOT:
+        tally.mistakes.append(f"MISSED    {where}: {describe(verdict)}")
+        return
+    tally.caught += 1
+    if page.label == SOFT:
+        tally.soft += 1
+        if verdict.is_hard_block:
+            tally.soft_graded_hard += 1
+            tally.mistakes.append(f"TOO HARD  {where}: {describe(verdict)}")
+    else:
+        tally.hard += 1
+        if not verdict.is_hard_block:
+            tally.hard_graded_soft += 1
+            tally.mistakes.append(f"TOO SOFT  {where}: {describe(verdict)}")
+    if page.vendor not in NOT_A_VENDOR:
+        tally.vendor_known += 1
+        if named_vendor(verdict) == page.vendor:
+            tally.vendor_right += 1
+        else:
+            tally.mistakes.append(f"VENDOR    {where}: named {named_vendor(verdict)}, {describe(verdict)}")
+
+
+def evaluate(pages: list[Page], classifier: Classifier | None = None) -> dict[str, Tally]:
+    """Per-vendor tallies of the counted pages (synthetic ones are left out)."""
+    classifier = classifier or Classifier()
+    tallies: dict[str, Tally] = defaultdict(Tally)
+    for page in pages:
+        if page.counted:
+            verdict = classifier.response(page.status, page.headers, page.body, PAGE_URL, False)
+            score(page, verdict, tallies[page.vendor])
+    return dict(tallies)
+
+
+def _pct(num: int, den: int) -> str:
+    return f"{num}/{den} ({100 * num / den:.1f} %)" if den else "-"
+
+
+def table(tallies: dict[str, Tally]) -> str:
+    """Per-vendor rows and the overall row, as aligned plain text."""
+    header = ("vendor", "recall", "specificity", "soft->hard", "hard->soft", "vendor named")
+    total = Tally()
+    rows = []
+    for vendor in sorted(tallies, key=lambda v: (-(tallies[v].blocks + tallies[v].normal), v)):
+        t = tallies[vendor]
+        total.add(t)
+        rows.append((vendor, *_cells(t)))
+    rows.append(("ALL", *_cells(total)))
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in (header, *rows)]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.insert(len(lines) - 1, lines[1])
+    return "\n".join(lines)
+
+
+def _cells(t: Tally) -> tuple[str, ...]:
+    return (
+        _pct(t.caught, t.blocks),
+        _pct(t.normal - t.flagged, t.normal),
+        _pct(t.soft_graded_hard, t.soft),
+        _pct(t.hard_graded_soft, t.hard),
+        _pct(t.vendor_right, t.vendor_known),
+    )
+
+
+def summary(pages: list[Page]) -> str:
+    """How many pages per label, fidelity and source."""
+    labels = Counter(p.label for p in pages)
+    fidelity = Counter(p.fidelity for p in pages)
+    return (
+        f"{len(pages)} pages: "
+        + ", ".join(f"{n} {label}" for label, n in sorted(labels.items()))
+        + "; fidelity: "
+        + ", ".join(f"{n} {kind}" for kind, n in sorted(fidelity.items()))
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--verbatim", action="store_true", help="only the byte-exact captures")
+    parser.add_argument("--corpus", action="store_true", help="measure the tuning corpus instead")
+    args = parser.parse_args(argv)
+    pages = load(CORPUS if args.corpus else HOLDOUT)
+    if args.verbatim:
+        pages = [p for p in pages if p.fidelity == "verbatim"]
+    print(summary(pages))
+    print("(recall: blocks and challenges detected; specificity: normal pages not flagged;")
+    print(" soft->hard: passable challenges graded hard; hard->soft: hard blocks graded soft)\n")
+    tallies = evaluate(pages)
+    print(table(tallies))
+    mistakes = [line for t in tallies.values() for line in t.mistakes]
+    print(f"\n{len(mistakes)} mistakes")
+    for line in sorted(mistakes):
+        print(" ", line)
+
+
+def report(pages: list[Page]) -> dict[str, Any]:
+    """The overall figures as numbers (for other scripts)."""
+    total = Tally()
+    for tally in evaluate(pages).values():
+        total.add(tally)
+    return {
+        "pages": len(pages),
+        "recall": total.caught / total.blocks if total.blocks else None,
+        "specificity": (total.normal - total.flagged) / total.normal if total.normal else None,
+        "soft_graded_hard": total.soft_graded_hard,
+        "hard_graded_soft": total.hard_graded_soft,
+        "vendor_named": total.vendor_right / total.vendor_known if total.vendor_known else None,
+        "mistakes": len(total.mistakes),
+    }
+
+
+if __name__ == "__main__":
+    main()
