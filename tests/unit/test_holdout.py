@@ -18,7 +18,7 @@ import pytest
 HOLDOUT = Path(__file__).parent / "holdout"
 CORPUS = Path(__file__).parent / "corpus"
 LABELS = {"block-hard", "challenge-soft", "normal"}
-FIDELITY = {"verbatim", "normalised", "synthetic"}
+FIDELITY = {"verbatim", "abridged", "normalised", "synthetic"}
 SOURCE_FIELDS = ("repository", "path", "commit", "licence")
 MAX_PAGE = 1_000_000
 MAX_SET = 8 * 1024 * 1024
