@@ -27,6 +27,7 @@ import argparse
 import gzip
 import json
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ class Page:
     label: str
     vendor: str
     fidelity: str
+    source: str
 
     @property
     def counted(self) -> bool:
@@ -74,6 +76,7 @@ def load(folder: Path) -> list[Page]:
                 label=entry["label"],
                 vendor=entry["vendor"],
                 fidelity=entry.get("fidelity", "verbatim" if entry.get("real", True) else "synthetic"),
+                source=entry["source"]["repository"],
             )
         )
     return pages
@@ -145,14 +148,16 @@ def score(page: Page, verdict: Verdict, tally: Tally) -> None:
             tally.mistakes.append(f"VENDOR    {where}: named {named_vendor(verdict)}, {describe(verdict)}")
 
 
-def evaluate(pages: list[Page], classifier: Classifier | None = None) -> dict[str, Tally]:
-    """Per-vendor tallies of the counted pages (synthetic ones are left out)."""
+def evaluate(
+    pages: list[Page], classifier: Classifier | None = None, group: Callable[[Page], str] = lambda p: p.vendor
+) -> dict[str, Tally]:
+    """Tallies of the counted pages (synthetic ones are left out), per vendor or per ``group``."""
     classifier = classifier or Classifier()
     tallies: dict[str, Tally] = defaultdict(Tally)
     for page in pages:
         if page.counted:
             verdict = classifier.response(page.status, page.headers, page.body, PAGE_URL, False)
-            score(page, verdict, tallies[page.vendor])
+            score(page, verdict, tallies[group(page)])
     return dict(tallies)
 
 
@@ -160,9 +165,9 @@ def _pct(num: int, den: int) -> str:
     return f"{num}/{den} ({100 * num / den:.1f} %)" if den else "-"
 
 
-def table(tallies: dict[str, Tally]) -> str:
-    """Per-vendor rows and the overall row, as aligned plain text."""
-    header = ("vendor", "recall", "specificity", "soft->hard", "hard->soft", "vendor named")
+def table(tallies: dict[str, Tally], first: str = "vendor") -> str:
+    """One row per group and the overall row, as aligned plain text."""
+    header = (first, "recall", "specificity", "soft->hard", "hard->soft", "vendor named")
     total = Tally()
     rows = []
     for vendor in sorted(tallies, key=lambda v: (-(tallies[v].blocks + tallies[v].normal), v)):
@@ -212,6 +217,10 @@ def main(argv: list[str] | None = None) -> None:
     print(" soft->hard: passable challenges graded hard; hard->soft: hard blocks graded soft)\n")
     tallies = evaluate(pages)
     print(table(tallies))
+    print()
+    print(table(evaluate(pages, group=lambda p: p.source), first="source"))
+    print()
+    print(table(evaluate(pages, group=lambda p: p.fidelity), first="fidelity"))
     mistakes = [line for t in tallies.values() for line in t.mistakes]
     print(f"\n{len(mistakes)} mistakes")
     for line in sorted(mistakes):
