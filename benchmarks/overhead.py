@@ -35,7 +35,8 @@ no-op downloader middlewares) alternate, each in a fresh process. Printed:
   (``time.thread_time_ns`` around each call, so other processes on a shared
   machine do not inflate it), divided by the requests downloaded;
 - the floor in the same run: the same meter around a no-op middleware (the cost of
-  measuring an empty call), and Scrapy's own dispatch of one no-op middleware
+  measuring an empty call; the plugin's figure is also printed net of it, and the
+  target is checked on that net figure), and Scrapy's own dispatch of one no-op middleware
   (process CPU of the ``noop`` crawls minus the ``off`` ones, per middleware and
   request);
 - the wall-time and process-CPU ratios on/off;
@@ -679,6 +680,9 @@ def report(scenario: str, data: dict[str, Any]) -> dict[str, Any]:
     n = [r["requests"] for r in on]
     plugin_us = [r["plugin_ns"] / 1000 / max(r["requests"], 1) for r in on]
     floor_us = [r["floor_ns"] / 1000 / max(r["requests"], 1) for r in on]
+    # The meter's own cost (its timer calls around an empty middleware's two methods) is in
+    # the plugin's figure too: net of it is what the plugin's code costs.
+    net_us = [p - f for p, f in zip(plugin_us, floor_us, strict=True)]
     startup_ms = [(r["startup_ns"] + r.get("import_ns", 0)) / 1e6 for r in on]
     import_ms = [r.get("import_ns", 0) / 1e6 for r in on]
     close_ms = [r["close_ns"] / 1e6 for r in on]
@@ -701,8 +705,9 @@ def report(scenario: str, data: dict[str, Any]) -> dict[str, Any]:
             "  browser handler is configured): the ratios below compare unequal work; per-request figures\n"
             "  are per downloaded request"
         )
-    print(f"plugin CPU per request (start-up excl): {_mm(plugin_us)} us   (target <= {target:.0f} us)")
+    print(f"plugin CPU per request (start-up excl): {_mm(plugin_us)} us")
     print(f"  meter floor (same meter, no-op mw):   {_mm(floor_us)} us")
+    print(f"  net of the meter floor:               {_mm(net_us)} us   (target <= {target:.0f} us)")
     print(f"  Scrapy dispatch of one no-op mw:      {_mm(dispatch)} us (process CPU, noop - off, / {NOOPS})")
     print(f"  process CPU on - off, per request:    {_mm(cpu_extra)} us (start-up and close excluded)")
     print(f"wall-time ratio on/off:               {_mm(wall_ratio, '{:.3f}')}   (target <= {WALL_TARGET})")
@@ -715,6 +720,7 @@ def report(scenario: str, data: dict[str, Any]) -> dict[str, Any]:
     return {
         "plugin_us": plugin_us,
         "floor_us": floor_us,
+        "net_us": net_us,
         "dispatch_us": dispatch,
         "wall_ratio": wall_ratio,
         "cpu_ratio": cpu_ratio,
@@ -729,11 +735,16 @@ def print_targets(results: dict[str, dict[str, Any]]) -> None:
     for scenario, res in results.items():
         if not res:
             continue
-        plugin = statistics.median(res["plugin_us"])
+        plugin = statistics.median(res["net_us"])
         wall = statistics.median(res["wall_ratio"])
         target = TARGETS[scenario]
         rows.append(
-            (f"plugin CPU per request, {scenario} pages (us)", f"{plugin:.1f}", f"<= {target:.0f}", plugin <= target)
+            (
+                f"plugin CPU per request, {scenario} pages (us, net)",
+                f"{plugin:.1f}",
+                f"<= {target:.0f}",
+                plugin <= target,
+            )
         )
         rows.append((f"wall time on/off, {scenario} pages", f"{wall:.3f}", f"<= {WALL_TARGET}", wall <= WALL_TARGET))
     if not rows:
