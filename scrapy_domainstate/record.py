@@ -365,6 +365,13 @@ def decode_decision(data: bytes) -> tuple[State, float | None, float, float, boo
 
 def decode(data: bytes) -> DomainStat:
     """The record stored as ``data`` (version 3, or 2). Raises only :class:`RecordError`."""
+    return decode_with_layout(data)[0]
+
+
+def decode_with_layout(data: bytes) -> tuple[DomainStat, Layout | None]:
+    """:func:`decode`, and the :data:`Layout` of ``data`` for :func:`encode_on` (``None``
+    when the record is not one the spliced encoding can extend: version 2, a class that is
+    not valid UTF-8, ...). Raises only :class:`RecordError`."""
     try:
         version = data[0]
         if version == VERSION:
@@ -372,34 +379,27 @@ def decode(data: bytes) -> DomainStat:
             body = data[_BODY_AT:]
             if _crc32(data[:_HEAD_SIZE]) != crc_head or _crc32(body) != crc_body:
                 raise RecordError("corrupt record: checksum mismatch")
-            return _decode_payload(data[:_HEAD_SIZE] + body)
+            return _decode_payload(data[:_HEAD_SIZE] + body, True)
         if version != _V2:
             raise RecordError(f"unsupported record version {version}")
     except (struct.error, IndexError, TypeError) as exc:
         raise RecordError(f"corrupt record: {exc}") from exc
-    return _decode_payload(data)
+    return _decode_payload(data, False)
 
 
-def _decode_payload(data: bytes) -> DomainStat:
-    """A record in the version 2 layout (the version byte is checked by the caller)."""
+def _decode_payload(data: bytes, with_layout: bool) -> tuple[DomainStat, Layout | None]:
+    """A record in the version 2 layout (the version byte is checked by the caller), and
+    its :data:`Layout` if ``with_layout`` and the spliced encoding can reuse it."""
     try:
         head = _HEADER.unpack_from(data)
         _check_times(head)
         pos = _HEADER.size
         n_recent, dlen = head[2], head[3]
-        domain = data[pos : pos + dlen].decode("utf-8")
-        if len(domain.encode("utf-8")) != dlen:
+        raw_domain = data[pos : pos + dlen]
+        domain = raw_domain.decode("utf-8")
+        if len(raw_domain) != dlen:
             raise RecordError("truncated domain")
-        pos += dlen
-        table: list[str | None] = [None]
-        for _ in range(data[pos]):
-            elen = data[pos + 1]
-            raw = data[pos + 2 : pos + 2 + elen]
-            if len(raw) != elen or not elen:
-                raise RecordError("truncated error class")
-            table.append(raw.decode("utf-8", "replace"))
-            pos += 1 + elen
-        pos += 1
+        table, parts, strict, pos = _read_table(data, pos + dlen)
         base = head[9]
         end = pos + n_recent * _ENTRY.size
         ext = (0, 0.0, 0.0)
@@ -413,7 +413,8 @@ def _decode_payload(data: bytes) -> DomainStat:
         recent: list[RecentEntry] = []
         append = recent.append
         new_entry = object.__new__
-        for offset, code, status, index in _ENTRY.iter_unpack(data[pos:end]):
+        packed = data[pos:end]
+        for offset, code, status, index in _ENTRY.iter_unpack(packed):
             # Slots set directly: measured ~40 % faster than RecentEntry(...) per entry.
             entry = new_entry(RecentEntry)
             entry.at = base + offset
@@ -422,28 +423,57 @@ def _decode_payload(data: bytes) -> DomainStat:
             entry.error_class = table[index]
             append(entry)
         expires = head[12]
-        return DomainStat(
-            domain=domain,
-            state=_STATES[head[1] & _STATE_MASK],
-            recent=recent,
-            fetch_total=head[4],
-            fetch_ok=head[5],
-            fetch_ok_empty=head[6],
-            tab_total=head[7],
-            tab_ok=head[8],
-            first_seen=head[9],
-            last_seen=head[10],
-            state_changed_at=head[11],
-            state_expires_at=None if math.isnan(expires) else expires,
-            probed_at=head[13],
-            dead_visits=ext[0],
-            dead_at=ext[1],
-            browser_since=ext[2],
+        stat = DomainStat(
+            domain,
+            _STATES[head[1] & _STATE_MASK],
+            recent,
+            head[4],
+            head[5],
+            head[6],
+            head[7],
+            head[8],
+            base,
+            head[10],
+            head[11],
+            None if _isnan(expires) else expires,
+            head[13],
+            ext[0],
+            ext[1],
+            ext[2],
         )
     except RecordError:
         raise
     except (struct.error, IndexError, KeyError, TypeError, UnicodeDecodeError, ValueError) as exc:
         raise RecordError(f"corrupt record: {exc}") from exc
+    layout: Layout | None = None
+    if strict and with_layout:
+        classes = {name: i for i, name in enumerate(table) if name is not None}
+        if len(classes) == len(parts):
+            layout = _canonical(base, raw_domain, parts, classes, packed)
+    return stat, layout
+
+
+def _read_table(data: bytes, pos: int) -> tuple[list[str | None], list[bytes], bool, int]:
+    """The error-class table at ``pos``: ``[None, class 1, ...]``, each class as stored,
+    whether every class is valid UTF-8 (else it reads with replacement characters), and
+    where the entries start."""
+    table: list[str | None] = [None]
+    parts: list[bytes] = []
+    strict = True
+    for _ in range(data[pos]):
+        elen = data[pos + 1]
+        part = data[pos + 1 : pos + 2 + elen]
+        if len(part) != elen + 1 or not elen:
+            raise RecordError("truncated error class")
+        raw = part[1:]
+        try:
+            table.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            table.append(raw.decode("utf-8", "replace"))
+            strict = False
+        parts.append(part)
+        pos += 1 + elen
+    return table, parts, strict, pos + 1
 
 
 # ------------------------------------------------------- spliced encoding
@@ -482,15 +512,27 @@ def kept_entries(old: list[RecentEntry], new: list[RecentEntry]) -> int:
     """
     if not old or not new:
         return 0
-    ids = list(map(id, old))
-    try:
-        j = ids.index(id(new[0]))
-    except ValueError:
-        return 0
+    first = new[0]
+    if old[0] is first:
+        j = 0
+    elif len(old) > 1 and old[1] is first:  # the usual: a full record dropped its oldest entry
+        j = 1
+    else:
+        try:
+            j = list(map(id, old)).index(id(first))
+        except ValueError:
+            return 0
     kept = len(old) - j
     if kept > len(new) or new[:kept] != old[j:]:
         return 0
     return kept
+
+
+#: What the spliced encoding reuses of a stored record: ``first_seen`` (the base of the
+#: entry offsets), the domain (UTF-8), the error-class table (each class as stored:
+#: length byte + bytes), the classes as ``{class: index}`` (in table order) and the packed
+#: entries. Only valid for the bytes it was taken from: callers keep it next to them.
+Layout = tuple[float, bytes, tuple[bytes, ...], dict[str, int], bytes]
 
 
 def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
@@ -503,110 +545,153 @@ def encode_spliced(stat: DomainStat, old: bytes, kept: int) -> bytes:
     as encode numbers it); when the shortcut does not apply (``first_seen`` or the
     domain changed, a damaged ``old``), it *is* ``encode(stat)``.
     """
-    top = MAX_TIME
-    expires = stat.state_expires_at
-    if not (
-        0.0 <= stat.first_seen <= top
-        and 0.0 <= stat.last_seen <= top
-        and 0.0 <= stat.state_changed_at <= top
-        and 0.0 <= stat.probed_at <= top
-        and (expires is None or expires >= 0.0)
-    ):
-        return encode(stat)  # which says why (RecordError)
-    if stat.dead_visits or stat.dead_at or stat.browser_since or (len(old) > 1 and old[1] & _EXT_BIT):
-        return encode(stat)  # the extension (fields added in 0.2) is not spliced
-    stored = _stored_parts(stat, old, kept)
-    if stored is None:
-        return encode(stat)
-    table, entries, classes = stored
-    added = _pack_added(stat, kept, classes)
-    if added is None:
-        return encode(stat)
-    parts, packed = added
-    domain = stat.domain.encode("utf-8")
-    head = _HEADER.pack(*_header_fields(stat, _STATE_CODE[stat.state], len(stat.recent), len(domain)))
-    return _sealed(head, b"".join((domain, bytes((len(classes),)), table, *parts, entries, packed)))
+    layout = layout_of(old)
+    if layout is not None and layout[1] == stat.domain.encode("utf-8"):
+        spliced = encode_on(stat, layout, kept)
+        if spliced is not None:
+            return spliced[0]
+    return encode(stat)  # which says why, if it cannot (RecordError)
 
 
-_IDENTITY = bytes(range(256))
-#: Where the body (domain, error table, entries) starts in a stored record, and the
-#: stored form of a header and a body: the layout :func:`encode` writes (kept next to
-#: each other so that a change of the envelope changes both).
-_SPLICE_BODY_AT = _BODY_AT
-
-
-def _sealed(head: bytes, body: bytes) -> bytes:
-    return b"".join((head, _CRC.pack(_crc32(head), _crc32(body)), body))
-
-
-def _stored_parts(stat: DomainStat, old: bytes, kept: int) -> tuple[bytes, bytes | bytearray, dict[str, int]] | None:
-    """From the stored record ``old``: the error-class table and the packed entries that
-    ``stat`` keeps, both renumbered by first use, and the table as ``{class: index}``;
-    ``None`` when ``old`` is not the base of ``stat`` or is damaged."""
+def layout_of(old: bytes) -> Layout | None:
+    """The :data:`Layout` of the stored record ``old``; ``None`` when it is not a sound
+    version 3 record whose table the spliced encoding can reuse."""
     try:
         head = _HEADER.unpack_from(old)
     except struct.error:
         return None
     n_old, dlen = head[2], head[3]
-    pos = _SPLICE_BODY_AT
-    if (
-        head[0] != VERSION
-        or head[9] != stat.first_seen
-        or not 0 <= kept <= min(n_old, len(stat.recent))
-        or len(stat.recent) > 255
-        or old[pos : pos + dlen] != stat.domain.encode("utf-8")
-        or pos + dlen >= len(old)
-    ):
+    pos = _SPLICE_BODY_AT + dlen
+    if head[0] != VERSION or pos >= len(old):
         return None
-    pos += dlen
-    table_start = pos + 1
-    names: list[str] = []
+    end = len(old) - (_EXT.size if head[1] & _EXT_BIT else 0)
     parts: list[bytes] = []
-    pos = table_start
-    for _ in range(old[table_start - 1]):
-        elen = old[pos] if pos < len(old) else 0
-        part = old[pos : pos + 1 + elen]
+    classes: dict[str, int] = {}
+    table_at = pos + 1
+    for i in range(1, old[pos] + 1):
+        elen = old[table_at] if table_at < end else 0
+        part = old[table_at : table_at + 1 + elen]
         if not elen or len(part) != elen + 1:
             return None
         try:
-            names.append(part[1:].decode("utf-8"))
+            classes[part[1:].decode("utf-8")] = i
         except UnicodeDecodeError:
             return None
         parts.append(part)
-        pos += 1 + elen
-    if len(set(names)) != len(names) or pos + n_old * _ENTRY.size != len(old):
+        table_at += 1 + elen
+    if len(classes) != len(parts) or table_at + n_old * _ENTRY.size != end:
         return None
-    entries: bytes | bytearray = old[pos + (n_old - kept) * _ENTRY.size :]
-    if not names:
-        return b"", entries, {}
-    # encode() numbers the classes by first use over the entries: when dropping the
-    # oldest entries changed that order (or left a class unused), renumber.
-    index_bytes = entries[_ENTRY.size - 1 :: _ENTRY.size]
+    return _canonical(head[9], old[_SPLICE_BODY_AT:pos], parts, classes, old[table_at:end])
+
+
+def _canonical(
+    first_seen: float, domain: bytes, parts: list[bytes], classes: dict[str, int], entries: bytes
+) -> Layout | None:
+    """The layout, if its table is numbered as :func:`encode` numbers it (by first use
+    over the entries, every class used): what :func:`encode_on` relies on."""
+    if parts:
+        first_use = dict.fromkeys(entries[_ENTRY.size - 1 :: _ENTRY.size])
+        first_use.pop(0, None)
+        if list(first_use) != list(range(1, len(parts) + 1)):
+            return None
+    return first_seen, domain, tuple(parts), classes, entries
+
+
+def encode_on(stat: DomainStat, layout: Layout, kept: int) -> tuple[bytes, Layout] | None:
+    """:func:`encode` of ``stat`` and its :data:`Layout`, from the layout of the record it
+    extends (``stat.recent`` starts with the last ``kept`` entries of that record, then new
+    ones; its domain is the layout's). ``None`` when the shortcut does not apply
+    (``first_seen`` moved, a time :func:`encode` refuses, a class it would truncate):
+    the caller then encodes in full."""
+    first_seen, domain, parts, classes, entries = layout
+    recent = stat.recent
+    size = _ENTRY.size
+    drop = len(entries) // size - kept
+    top = MAX_TIME
+    expires = stat.state_expires_at
+    if not (
+        stat.first_seen == first_seen
+        and drop >= 0
+        and 0 <= kept <= len(recent) <= 255
+        and 0.0 <= first_seen <= top
+        and 0.0 <= stat.last_seen <= top
+        and 0.0 <= stat.state_changed_at <= top
+        and 0.0 <= stat.probed_at <= top
+        and (expires is None or expires >= 0.0)
+    ):
+        return None
+    kept_bytes = entries
+    if not kept:
+        kept_bytes, parts, classes = b"", (), {}
+    elif drop:
+        kept_bytes = entries[drop * size :]
+        if parts and entries[size - 1 : drop * size : size].count(0) != drop:
+            # A dropped entry had an error class: encode() numbers the classes by first
+            # use over the entries, so the order (or the set) may have changed: renumber.
+            renumbered = _renumbered(parts, classes, kept_bytes)
+            if renumbered is None:
+                return None
+            parts, classes, kept_bytes = renumbered
+    if kept < len(recent):
+        added = _pack_added(recent, kept, first_seen, classes)
+        if added is None:
+            return None
+        new_parts, classes, packed = added
+        if new_parts:
+            parts = parts + tuple(new_parts)
+        kept_bytes += packed
+    ext = _extension(stat)
+    try:
+        head = _HEADER.pack(*_header_fields(stat, _state_byte(stat, ext), len(recent), len(domain)))
+    except struct.error:
+        return None
+    body = b"".join((domain, bytes((len(parts),)), *parts, kept_bytes, ext))
+    data = b"".join((head, _CRC.pack(_crc32(head), _crc32(body)), body))
+    return data, (first_seen, domain, parts, classes, kept_bytes)
+
+
+def _renumbered(
+    parts: tuple[bytes, ...], classes: dict[str, int], entries: bytes
+) -> tuple[tuple[bytes, ...], dict[str, int], bytes] | None:
+    """The table and the entries numbered by first use over ``entries`` (unused classes dropped)."""
+    size = _ENTRY.size
+    index_bytes = entries[size - 1 :: size]
     first_use = dict.fromkeys(index_bytes)
     first_use.pop(0, None)
     used = list(first_use)
-    if used and max(used) > len(names):
+    if used == list(range(1, len(parts) + 1)):
+        return parts, classes, entries
+    if used and max(used) > len(parts):
         return None
-    table = old[table_start:pos]
-    if used != list(range(1, len(names) + 1)):
-        remap = bytearray(_IDENTITY)
-        for new_index, old_index in enumerate(used, 1):
-            remap[old_index] = new_index
-        entries = bytearray(entries)
-        entries[_ENTRY.size - 1 :: _ENTRY.size] = index_bytes.translate(remap)
-        table = b"".join([parts[i - 1] for i in used])
-    return table, entries, {names[old_index - 1]: new_index for new_index, old_index in enumerate(used, 1)}
+    remap = bytearray(_IDENTITY)
+    for new_index, old_index in enumerate(used, 1):
+        remap[old_index] = new_index
+    renumbered = bytearray(entries)
+    renumbered[size - 1 :: size] = index_bytes.translate(remap)
+    names = list(classes)
+    return (
+        tuple(parts[i - 1] for i in used),
+        {names[i - 1]: new_index for new_index, i in enumerate(used, 1)},
+        bytes(renumbered),
+    )
 
 
-def _pack_added(stat: DomainStat, kept: int, classes: dict[str, int]) -> tuple[list[bytes], bytes] | None:
-    """The table entries of the new error classes and the packed new entries (``classes``
-    grows with them); ``None`` when encode would truncate a class."""
-    base = stat.first_seen
+_IDENTITY = bytes(range(256))
+#: Where the body (domain, error table, entries) starts in a stored record (the layout
+#: :func:`encode` writes: header, two CRC32s, body).
+_SPLICE_BODY_AT = _BODY_AT
+
+
+def _pack_added(
+    recent: list[RecentEntry], kept: int, base: float, classes: dict[str, int]
+) -> tuple[list[bytes], dict[str, int], bytes] | None:
+    """The table entries of the new error classes, the classes with them (a new dict when
+    there are any: ``classes`` may be shared) and the packed entries ``recent[kept:]``;
+    ``None`` when encode would truncate a class."""
     codes = _ENTRY_CODE
     flat: list[int] = []
     parts: list[bytes] = []
-    new = stat.recent[kept:]
-    for entry in new:
+    for entry in recent[kept:] if kept else recent:
         err = entry.error_class
         index = 0
         if err:
@@ -615,6 +700,8 @@ def _pack_added(stat: DomainStat, kept: int, classes: dict[str, int]) -> tuple[l
                 raw = err.encode("utf-8")
                 if len(raw) > 255:
                     return None
+                if not parts:
+                    classes = dict(classes)
                 index = classes[err] = len(classes) + 1
                 parts.append(bytes((len(raw),)) + raw)
         offset = round(entry.at - base)
@@ -626,6 +713,6 @@ def _pack_added(stat: DomainStat, kept: int, classes: dict[str, int]) -> tuple[l
     if len(classes) > 255:
         return None
     try:
-        return parts, _entries_struct(len(new)).pack(*flat)
+        return parts, classes, _entries_struct(len(flat) // 4).pack(*flat)
     except struct.error:  # a status no record can hold: encode() says so
         return None

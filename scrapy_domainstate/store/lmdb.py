@@ -55,15 +55,18 @@ from ..config import Config
 from ..policy import Decision, Policy, Transition
 from ..record import (
     DomainStat,
+    Layout,
     RecentEntry,
     RecordError,
     State,
     decode,
     decode_decision,
     decode_header,
+    decode_with_layout,
     encode,
-    encode_spliced,
+    encode_on,
     kept_entries,
+    layout_of,
 )
 from .base import DomainStore, StoreError, apply_entries
 
@@ -72,6 +75,8 @@ __all__ = ["LmdbStore"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+#: What the store remembers of a record it read or wrote (see LmdbStore._known).
+_Known = tuple[bytes | None, DomainStat | None, bytes | None, Layout | None]
 
 _RECORDS = b"records"
 _LRU = b"lru"
@@ -300,11 +305,12 @@ class LmdbStore(DomainStore):
         self._shared: _Shared | None = None
         #: URL dead marks not written yet (they ride with the next batch).
         self._url_pending: dict[str, float] = {}
-        #: domain -> (stored bytes, the record they decode to, its LRU key) as this
-        #: process last read or wrote them. Only ever used after comparing the bytes
-        #: with what is stored now, so it cannot go stale: it saves the decode of a
-        #: record nobody else changed, and is the base of the view (_write_batch).
-        self._known: dict[str, tuple[bytes | None, DomainStat | None, bytes | None]] = {}
+        #: domain -> (stored bytes, the record they decode to, its LRU key, their layout
+        #: for the spliced encoding) as this process last read or wrote them. Only ever
+        #: used after comparing the bytes with what is stored now, so it cannot go stale:
+        #: it saves the decode of a record nobody else changed, is the base of the view
+        #: and, at a flush, what the view's bytes are spliced onto (_write_batch).
+        self._known: dict[str, _Known] = {}
         self._known_max = max(KNOWN_RECORDS, 2 * self.config.flush_size)
         self._warned_key = False
         #: After a failed write (full disk...), flushes wait: 1 s, doubling to 30 s.
@@ -501,17 +507,22 @@ class LmdbStore(DomainStore):
         if known is not None and known[0] == raw and (raw is None or known[1] is not None):
             return known[1]
         if raw is None:
-            self._remember(domain, None, None, None)
+            self._remember(domain, None, None, None, None)
             return None
-        self._remember(domain, raw, None, None)  # the view's base, even if corrupt
-        stat = decode(raw)  # RecordError: DomainStore._load counts and warns
-        self._known[domain] = (raw, stat, _lru_key(stat.last_seen, key))
+        try:
+            stat, layout = decode_with_layout(raw)
+        except RecordError:  # DomainStore._load counts and warns
+            self._remember(domain, raw, None, None, None)  # the view's base, even if corrupt
+            raise
+        self._remember(domain, raw, stat, _lru_key(stat.last_seen, key), layout)
         return stat
 
-    def _remember(self, domain: str, raw: bytes | None, stat: DomainStat | None, lru: bytes | None) -> None:
+    def _remember(
+        self, domain: str, raw: bytes | None, stat: DomainStat | None, lru: bytes | None, layout: Layout | None
+    ) -> None:
         known = self._known
         known.pop(domain, None)
-        known[domain] = (raw, stat, lru)
+        known[domain] = (raw, stat, lru, layout)
         if len(known) > self._known_max:
             # Forget the oldest quarter, keeping the bases of pending views.
             view = self._view
@@ -727,7 +738,7 @@ class LmdbStore(DomainStore):
         # copies on write) fewer pages than in arrival order.
         keyed = sorted((key, domain) for domain in batch if (key := self._key(domain)) is not None)
         corrupt: list[tuple[str, RecordError]] = []
-        written: list[tuple[str, bytes, DomainStat, bytes]] = []
+        written: list[tuple[str, bytes, DomainStat, bytes, Layout | None]] = []
 
         def work(txn: Any, sh: _Shared) -> tuple[dict[str, DomainStat], int]:
             corrupt.clear()
@@ -741,11 +752,11 @@ class LmdbStore(DomainStore):
                 if known is not None and known[0] == raw and domain in view and (raw is None or known[2]):
                     # Nobody wrote this record since this process read it: the
                     # entries re-applied to it give exactly this process's view.
-                    new, old_lru, old = view[domain], known[2], known[1]
+                    new, old_lru, old, layout = view[domain], known[2], known[1], known[3]
                 else:
-                    new, old, old_lru = self._reapply(domain, key, raw, batch[domain], corrupt)
+                    new, old, old_lru, layout = self._reapply(domain, key, raw, batch[domain], corrupt)
                 try:
-                    data = self._encode_over(new, raw, old)
+                    data, new_layout = self._encode_over(new, raw, old, layout)
                 except RecordError as exc:  # a time no record can hold: drop this domain's outcomes
                     corrupt.append((domain, exc))
                     continue
@@ -754,7 +765,7 @@ class LmdbStore(DomainStore):
                 if old_lru != new_lru:
                     lru_moves.append((old_lru, new_lru))
                 out[domain] = new
-                written.append((domain, data, new, new_lru))
+                written.append((domain, data, new, new_lru, new_layout))
             self._move_lru(txn, sh, lru_moves)
             evicted = self._evict(txn, sh)
             self._put_urls(txn, sh, urls)
@@ -764,32 +775,41 @@ class LmdbStore(DomainStore):
         self.evicted += evicted
         for domain, exc in corrupt:
             self._note_corrupt(domain, exc)
-        for domain, data, new, new_lru in written:
-            self._remember(domain, data, new, new_lru)
+        for domain, data, new, new_lru, new_layout in written:
+            self._remember(domain, data, new, new_lru, new_layout)
         self._forget_written_urls(urls)
         return out
 
     def _reapply(
         self, domain: str, key: bytes, raw: bytes | None, entries: list[RecentEntry], corrupt: list[Any]
-    ) -> tuple[DomainStat, DomainStat | None, bytes | None]:
-        """The buffered entries applied to the record as stored now: ``(new, old, old_lru)``."""
+    ) -> tuple[DomainStat, DomainStat | None, bytes | None, Layout | None]:
+        """The buffered entries applied to the record as stored now: ``(new, old, old_lru,
+        the layout of raw)``."""
         old: DomainStat | None = None
-        old_lru = None
+        old_lru = layout = None
         if raw is not None:
             try:
-                old = decode(raw)
+                old, layout = decode_with_layout(raw)
                 old_lru = _lru_key(old.last_seen, key)
             except RecordError as exc:
                 corrupt.append((domain, exc))
-        return apply_entries(self.policy, old, domain, entries), old, old_lru
+        return apply_entries(self.policy, old, domain, entries), old, old_lru, layout
 
     @staticmethod
-    def _encode_over(new: DomainStat, raw: bytes | None, old: DomainStat | None) -> bytes:
-        """``encode(new)``; when ``new`` extends ``old`` (stored as ``raw``), its kept
-        entries are copied from ``raw`` instead of packed again."""
-        if raw is None or old is None:
-            return encode(new)
-        return encode_spliced(new, raw, kept_entries(old.recent, new.recent))
+    def _encode_over(
+        new: DomainStat, raw: bytes | None, old: DomainStat | None, layout: Layout | None
+    ) -> tuple[bytes, Layout | None]:
+        """``encode(new)`` and its layout (``None``: not known yet); when ``new`` extends
+        ``old`` (stored as ``raw``, whose layout it is), its kept entries are copied from
+        ``raw`` instead of packed again."""
+        if raw is not None and old is not None:
+            if layout is None:
+                layout = layout_of(raw)
+            if layout is not None:
+                spliced = encode_on(new, layout, kept_entries(old.recent, new.recent))
+                if spliced is not None:
+                    return spliced
+        return encode(new), None
 
     @staticmethod
     def _move_lru(txn: Any, sh: _Shared, moves: list[tuple[bytes | None, bytes]]) -> None:
