@@ -247,25 +247,37 @@ class Policy:
 
         Never mutates ``stat``.
         """
+        # The hot path of every download: current() and _transition() inlined, the
+        # common checks done here before any call (same rules, same order).
         now = entry.at
-        before = self.current(stat, domain, now)
-        start_state = stat.state if stat is not None else State.UNKNOWN
-        new = before.copy() if before is stat else before
+        if stat is None:
+            start_state = State.UNKNOWN
+            new = self.new(domain, now)
+        else:
+            start_state = stat.state
+            new = stat.copy()
+            expires = new.state_expires_at
+            if expires is not None and now >= expires:
+                self._expire(new, now)
         new.last_seen = max(new.last_seen, now)
         # Entries from several processes may arrive out of order.
-        new.first_seen = min(new.first_seen, now) if new.first_seen else now
+        if not new.first_seen or now < new.first_seen:
+            new.first_seen = now
 
-        if entry.method is Method.HEAD:
+        method = entry.method
+        if method is Method.HEAD:
             new.probed_at = now
         if entry.outcome is Outcome.NO_VERDICT:
-            return new, self._transition(domain, start_state, new, now, "expired")
+            return new, None if start_state is new.state else Transition(domain, start_state, new.state, now, "expired")
 
         _count(new, entry)
-        new.recent.append(entry)
-        overflow = len(new.recent) - self.config.recent_size
+        recent = new.recent
+        recent.append(entry)
+        overflow = len(recent) - self.config.recent_size
         if overflow > 0:
-            del new.recent[:overflow]
-        self._learn_browser(new, entry)
+            del recent[:overflow]
+        if new.browser_since or (method is Method.TAB and entry.error_class == SHELL_RENDER):
+            self._learn_browser(new, entry)
 
         reason = self._next(new, entry)
         if reason is not None:
@@ -276,7 +288,7 @@ class Policy:
             if target is State.ANTIBOT_SOFT:
                 # Sliding TTL: every new antibot signal restarts it.
                 new.state_expires_at = self._expiry(target, now)
-        return new, self._transition(domain, start_state, new, now, "expired")
+        return new, None if start_state is new.state else Transition(domain, start_state, new.state, now, "expired")
 
     def _enter(self, new: DomainStat, target: State, why: str, now: float) -> str:
         """Move ``new`` into ``target`` at ``now``; returns ``why`` with any dead-hold detail."""

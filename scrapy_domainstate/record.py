@@ -663,11 +663,8 @@ def _renumbered(
         return parts, classes, entries
     if used and max(used) > len(parts):
         return None
-    remap = bytearray(_IDENTITY)
-    for new_index, old_index in enumerate(used, 1):
-        remap[old_index] = new_index
     renumbered = bytearray(entries)
-    renumbered[size - 1 :: size] = index_bytes.translate(remap)
+    renumbered[size - 1 :: size] = index_bytes.translate(bytes.maketrans(bytes(used), bytes(range(1, len(used) + 1))))
     names = list(classes)
     return (
         tuple(parts[i - 1] for i in used),
@@ -676,7 +673,6 @@ def _renumbered(
     )
 
 
-_IDENTITY = bytes(range(256))
 #: Where the body (domain, error table, entries) starts in a stored record (the layout
 #: :func:`encode` writes: header, two CRC32s, body).
 _SPLICE_BODY_AT = _BODY_AT
@@ -691,7 +687,7 @@ def _pack_added(
     codes = _ENTRY_CODE
     flat: list[int] = []
     parts: list[bytes] = []
-    for entry in recent[kept:] if kept else recent:
+    for entry in recent[kept:]:
         err = entry.error_class
         index = 0
         if err:
@@ -713,6 +709,7 @@ def _pack_added(
     if len(classes) > 255:
         return None
     try:
-        return parts, classes, _entries_struct(len(flat) // 4).pack(*flat)
+        packed = _ENTRY.pack(*flat) if len(flat) == 4 else _entries_struct(len(flat) // 4).pack(*flat)
     except struct.error:  # a status no record can hold: encode() says so
         return None
+    return parts, classes, packed
