@@ -25,8 +25,11 @@ Hot paths: :meth:`LmdbStore.decide` reads the record's header only. A flush
 compares each stored record with the bytes this process read before applying its
 outcomes; when nobody else wrote it meanwhile, the locally applied record *is*
 the result (no decode, no re-apply), otherwise the entries are re-applied to the
-stored record. Records this process read or wrote are remembered (bytes and
-decoded form, bounded) so that reading one again costs a byte comparison.
+stored record. Either way only the header and the new entries are packed: the kept
+entries' bytes are spliced from the stored record, whose layout (error-class table,
+packed entries) was taken when it was decoded or written. Records this process read
+or wrote are remembered (bytes, decoded form and layout, bounded) so that reading one
+again costs a byte comparison.
 
 One environment per path per process: LMDB must not open the same files twice in
 one process (its POSIX locks belong to the process), so every :class:`LmdbStore`
