@@ -233,6 +233,8 @@ class _Compiled:
     exclude: frozenset[str]
     title_patterns: tuple[bytes, ...]
     outside_scripts: bool
+    unless: tuple[bytes, ...] = ()
+    short_page: bool = False
 
     def evidence(self, detail: str | None = None) -> str:
         name = self.marker.name
@@ -273,6 +275,8 @@ def _compile(vendor: str, marker: Marker) -> _Compiled:
         exclude=frozenset(v.lower() for v in marker.exclude),
         title_patterns=encoded if marker.kind == "title" else (),
         outside_scripts=marker.outside_scripts,
+        unless=tuple(u.lower().encode("utf-8") for u in marker.unless),
+        short_page=marker.short_page,
     )
 
 
@@ -778,6 +782,10 @@ class Classifier:
                     continue
                 detail = (match.group(1) or b"").decode("ascii", "replace") if match.groups() else None
             if c.requires and (low is None or not all(r in low or r in ext for r in c.requires)):
+                continue
+            if c.unless and low is not None and any(u in low or u in ext for u in c.unless):
+                continue
+            if c.short_page and (low is None or not _Shape.of(low, ext).interstitial):
                 continue
             hard = c.marker.hard
             return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)
