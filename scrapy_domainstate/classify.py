@@ -311,6 +311,16 @@ def _outside_scripts(low: bytes, literal: bytes) -> bool:
     return False
 
 
+def _conditions_hold(c: _Compiled, low: bytes | None, ext: bytes) -> bool:
+    """A marker's ``requires`` literals are in the body, none of its ``unless`` literals is, and
+    a ``short_page`` marker's page is interstitial-shaped."""
+    if c.requires and (low is None or not all(r in low or r in ext for r in c.requires)):
+        return False
+    if c.unless and low is not None and any(u in low or u in ext for u in c.unless):
+        return False
+    return not c.short_page or (low is not None and _Shape.of(low, ext).interstitial)
+
+
 #: Inputs a person types into (a login or contact form), as opposed to a challenge's hidden fields.
 _PERSON_FIELD = re.compile(
     rb"<textarea|<input(?![^>]*type=[\"']?(?:hidden|submit|button|image|checkbox)\b)[^>]*>", re.S
@@ -781,11 +791,7 @@ class Classifier:
                 if match is None:
                     continue
                 detail = (match.group(1) or b"").decode("ascii", "replace") if match.groups() else None
-            if c.requires and (low is None or not all(r in low or r in ext for r in c.requires)):
-                continue
-            if c.unless and low is not None and any(u in low or u in ext for u in c.unless):
-                continue
-            if c.short_page and (low is None or not _Shape.of(low, ext).interstitial):
+            if (c.requires or c.unless or c.short_page) and not _conditions_hold(c, low, ext):
                 continue
             hard = c.marker.hard
             return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)

@@ -385,9 +385,7 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
         # Chinese cloud WAFs' deny pages (wafw00f's and WhatWaf's fingerprints). Knownsec's
         # Jiasule / Chuangyu edge writes its "Request denied" text from a script into
         # ``<span class="r-tip01">``.
-        "jiasule": (
-            _body("blocked", "document.write(error_403)", "notice-jiasule", hard=True, interstitial=True),
-        ),
+        "jiasule": (_body("blocked", "document.write(error_403)", "notice-jiasule", hard=True, interstitial=True),),
         "chuangyu": (_body("blocked", "365cyd.com/cyd-error-help", hard=True, interstitial=True),),
         "knownsec": (_body("blocked", "/ks-waf-error.png", "/ks_waf_error.png", hard=True, interstitial=True),),
         "yundun": (
