@@ -17,6 +17,12 @@ and the classifier's verdict. Pages whose status was not recorded are judged as 
     python benchmarks/holdout_eval.py              # the installed / PYTHONPATH package
     python benchmarks/holdout_eval.py --verbatim   # only the byte-exact captures
     python benchmarks/holdout_eval.py --corpus     # the tuning corpus, same table, to compare
+    python benchmarks/holdout_eval.py --saved DIR  # saved normal pages: how many are flagged
+
+``--saved`` takes folders or bare git directories (a ``git clone --mirror``; the files of its
+``HEAD`` are read) of saved normal pages, such as the test pages of recipe-scrapers,
+trafilatura and readability: every ``*.html``, ``*.htm`` and ``*.testhtml`` file is judged as a
+200 and must not be flagged; it prints the count per source and each flagged page.
 
 Not a test: the set is for measuring, so nothing here asserts a score.
 """
@@ -26,8 +32,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import subprocess
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,11 +211,72 @@ def summary(pages: list[Page]) -> str:
     )
 
 
+SAVED_SUFFIXES = (".html", ".htm", ".testhtml")
+
+
+def _git_files(git_dir: Path) -> Iterator[tuple[str, bytes]]:
+    """The ``HEAD`` files of a bare git directory whose names end in :data:`SAVED_SUFFIXES`."""
+    listing = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", "--name-only", "HEAD"],
+        capture_output=True,
+        check=True,
+    ).stdout.decode("utf-8", "replace")
+    names = [n for n in listing.split("\0") if n.endswith(SAVED_SUFFIXES)]
+    with subprocess.Popen(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        for name in names:
+            proc.stdin.write(f"HEAD:{name}\n".encode())
+            proc.stdin.flush()
+            head = proc.stdout.readline().split()
+            if len(head) < 3 or head[1] != b"blob":
+                continue  # "missing" (a file too large for the snapshot)
+            data = proc.stdout.read(int(head[2]))
+            proc.stdout.read(1)
+            yield name, data
+        proc.stdin.close()
+
+
+def saved_pages(path: Path) -> Iterator[tuple[str, bytes]]:
+    """``(name, body)`` of every saved page under ``path`` (a folder or a bare git directory)."""
+    if (path / "HEAD").is_file() and (path / "objects").is_dir():
+        yield from _git_files(path)
+        return
+    for file in sorted(path.rglob("*")):
+        if file.name.endswith(SAVED_SUFFIXES) and file.is_file():
+            yield str(file.relative_to(path)), file.read_bytes()
+
+
+def saved(paths: list[str], classifier: Classifier | None = None) -> tuple[int, list[str]]:
+    """How many saved normal pages there are under ``paths``, and a line per flagged one."""
+    classifier = classifier or Classifier()
+    total = 0
+    flagged: list[str] = []
+    for given in paths:
+        count = 0
+        for name, body in saved_pages(Path(given)):
+            count += 1
+            verdict = classifier.response(200, {"Content-Type": "text/html"}, body, PAGE_URL, False)
+            if verdict.outcome is Outcome.ANTIBOT:
+                flagged.append(f"FLAGGED   {given}: {name}: {describe(verdict)}")
+        print(f"{given}: {count} pages")
+        total += count
+    return total, flagged
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--verbatim", action="store_true", help="only the byte-exact captures")
     parser.add_argument("--corpus", action="store_true", help="measure the tuning corpus instead")
+    parser.add_argument("--saved", nargs="+", metavar="DIR", help="saved normal pages (folders or bare git dirs)")
     args = parser.parse_args(argv)
+    if args.saved:
+        total, flagged = saved(args.saved)
+        print(f"{total} saved normal pages, {len(flagged)} flagged")
+        for line in flagged:
+            print(" ", line)
+        return
     pages = load(CORPUS if args.corpus else HOLDOUT)
     if args.verbatim:
         pages = [p for p in pages if p.fidelity == "verbatim"]
