@@ -479,14 +479,23 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             ),
             _regex(
                 "blocked",
-                r"your ip(?: address)? (?:has been|is) (?:banned|blocked)",
+                # Not a question about it ("check if your IP is blocked").
+                r"(?<!if )(?<!whether )your ip(?: address)? (?:has been|is) (?:banned|blocked)",
                 "your ip",
                 hard=True,
                 interstitial=True,
                 short_page=True,
                 outside_scripts=True,
             ),
-            _body("blocked", "attack detected", hard=True, interstitial=True, short_page=True, outside_scripts=True),
+            _body(
+                "blocked",
+                "attack detected",
+                hard=True,
+                interstitial=True,
+                short_page=True,
+                outside_scripts=True,
+                unless=("no attack detected",),
+            ),
             _title("blocked", "application firewall error", hard=True, interstitial=True, short_page=True),
             _body(
                 "blocked",

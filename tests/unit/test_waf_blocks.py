@@ -357,6 +357,19 @@ NORMAL: list[tuple[str, int, dict[str, str], str]] = [
     ),
     ("login-form", 200, {}, LOGIN_FORM),
     (
+        "ip-check-tool",
+        200,
+        {},
+        "<html><head><title>IP check</title></head><body><h1>Check if your IP is blocked</h1><p>Enter an "
+        "address to see whether your IP address is blocked by a spam list.</p></body></html>",
+    ),
+    (
+        "security-dashboard",
+        200,
+        {},
+        "<html><head><title>Status</title></head><body><p>No attack detected in the last 24 hours.</p></body></html>",
+    ),
+    (
         "leave-request-rejected",
         200,
         {},
