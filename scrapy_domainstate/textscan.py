@@ -15,6 +15,7 @@ Pure: bytes in, no I/O. Three jobs, used by the classifier and the contact scan:
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -262,6 +263,28 @@ def title_of(low: bytes) -> bytes:
     return low[gt + 1 : end if end >= 0 else gt + 256].strip()
 
 
+def _hidden_element(name: bytes) -> bytes:
+    # <name ... up to the first </name (unrolled: no lazy quantifier over a long script body),
+    # then up to the first ">" after it; an element that never closes runs to the end.
+    return name + rb"[^<]*(?:<(?!/" + name + rb")[^<]*)*(?:</" + name + rb"[^>]*(?:>|\Z)|\Z)"
+
+
+#: One piece of markup that shows no text, as :func:`visible_text` reads it at a ``<``: a
+#: comment (to the first ``-->`` after ``<!--``), a ``<title>`` or a ``<script>``/``<style>``/
+#: ``<noscript>``/``<template>`` element (to the first ``>`` after the first closing tag), or
+#: any other tag (to the first ``>``); each one that never ends runs to the end of the view.
+#: The names match as prefixes (``<scripts`` too), as the tag loop always read them.
+_MARKUP = (
+    rb"<(?:!--[^-]*(?:-(?!->)[^-]*)*(?:-->|\Z)|"
+    + b"|".join(_hidden_element(name) for name in (b"title", *_HIDDEN_ELEMENTS))
+    + rb"|[^>]*(?:>|\Z))"
+)
+#: Text and markup, alternating: ``[text, markup, text, ..., markup, text]``.
+_SPLIT_MARKUP = re.compile(b"(" + _MARKUP + b")").split
+#: Markup read per window before the text is counted (then twice as much, and so on).
+_TEXT_WINDOW = 1024
+
+
 def visible_text(low: bytes, limit: int) -> bytes | None:
     """The visible text of a lowercase view, whitespace-collapsed, or ``None`` when it reaches
     ``limit`` characters (counting stops there: the cost is bounded by the markup read).
@@ -269,38 +292,70 @@ def visible_text(low: bytes, limit: int) -> bytes | None:
     Text inside ``<script>``, ``<style>``, ``<noscript>``, ``<template>``, comments and the
     ``<head>`` (the title included) does not count; reading starts at ``<body`` when there is one.
     """
-    n = len(low)
-    i = low.find(b"<body")
-    if i < 0:
+    start = low.find(b"<body")
+    if start < 0:
         if b"<head" in low and b"</head" not in low:
             return b""  # the view ends inside the head: nothing visible yet
-        i = 0
-    parts: list[bytes] = []
-    count = 0
-    while i < n:
-        lt = low.find(b"<", i)
-        end = n if lt < 0 else lt
-        if end > i:
-            words = low[i:end].split()
-            if words:
-                text = b" ".join(words)
-                count += len(text) + 1
-                if count > limit:
-                    return None
-                parts.append(text)
-        if lt < 0:
-            break
-        if low.startswith(b"<!--", lt):
-            close = low.find(b"-->", lt + 4)
-            i = n if close < 0 else close + 3
+        start = 0
+    return _text_from(low, start, limit)
+
+
+def _text_from(low: bytes, i: int, limit: int) -> bytes | None:
+    """:func:`visible_text` from offset ``i`` on.
+
+    The markup is cut out a window at a time by one regular expression (in C), and the words
+    are counted after each window: the window's own text (its end may cut a word or a tag
+    short, which then counts no more than it will) is enough to say ``None``. Reading goes on
+    after the window's last complete text, or past its last tag when the window ends in it.
+    """
+    n = len(low)
+    words: list[bytes] = []
+    count = 0  # the length of b" ".join(words) + 1
+    size = _TEXT_WINDOW + limit
+    while True:
+        end = i + size
+        if end >= n:
+            texts = _SPLIT_MARKUP(low[i:] if i else low)[::2]
+            found = b" ".join(texts).split()
+            count += sum(map(len, found)) + len(found)
+            if count > limit:
+                return None
+            words += found
+            return b" ".join(words)
+        pieces = _SPLIT_MARKUP(low[i:end])
+        last = pieces.pop()
+        tail = last.split()
+        if count + sum(map(len, tail)) + len(tail) > limit:
+            return None
+        size *= 2
+        if not pieces:  # text only so far: read on with a larger window
             continue
-        if low[lt + 1 : lt + 2] in _HIDDEN_FIRST:  # <script, <style, <noscript, <template, <title
-            lt = _past_hidden(low, lt, n)
-            if lt < 0:
-                break
-        gt = low.find(b">", lt)
-        i = n if gt < 0 else gt + 1
-    return b" ".join(parts)
+        if last:  # the last tag ended in the window: read on at the text after it
+            i = end - len(last)
+        else:  # the window may end inside the last tag: skip it as the tag loop does
+            tag = pieces.pop()
+            i = _past_markup(low, end - len(tag), n)
+        found = b" ".join(pieces[::2]).split()
+        count += sum(map(len, found)) + len(found)
+        if count > limit:
+            return None
+        words += found
+        if i >= n:
+            return b" ".join(words)
+
+
+def _past_markup(low: bytes, lt: int, n: int) -> int:
+    """Where reading resumes after the markup that starts at ``lt`` (``n``: nothing after it is
+    read)."""
+    if low.startswith(b"<!--", lt):
+        close = low.find(b"-->", lt + 4)
+        return n if close < 0 else close + 3
+    if low[lt + 1 : lt + 2] in _HIDDEN_FIRST:  # <script, <style, <noscript, <template, <title
+        lt = _past_hidden(low, lt, n)
+        if lt < 0:
+            return n
+    gt = low.find(b">", lt)
+    return n if gt < 0 else gt + 1
 
 
 def _past_hidden(low: bytes, lt: int, n: int) -> int:
