@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from .textscan import lowered
+from .textscan import HAVE_HYPERSCAN, PatternScanner, lowered, pcre_literal
 
 __all__ = ["find_contacts", "has_contact"]
 
@@ -141,15 +141,23 @@ def _tel_links(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
     hits = 0
     while pos >= 0 and hits < _MAX_HITS:
         hits += 1
-        # href="tel:..." but not "hotel:" or "intel:".
-        if pos == 0 or not low[pos - 1 : pos].isalnum():
-            match = _TEL_VALUE.match(low, pos + 4, pos + 64)
-            if match is not None and 5 <= _digits(match.group(1)) <= 15:
-                _add(out, seen, _phone_key(match.group()))
-                if first:
-                    return True
+        key = _tel_at(low, pos)
+        if key is not None:
+            _add(out, seen, key)
+            if first:
+                return True
         pos = find(b"tel:", pos + 4)
     return False
+
+
+def _tel_at(low: bytes, pos: int) -> str | None:
+    """The phone of the ``tel:`` at ``pos`` (reads ``low[pos - 1 : pos + 64]``)."""
+    # href="tel:..." but not "hotel:" or "intel:".
+    if pos == 0 or not low[pos - 1 : pos].isalnum():
+        match = _TEL_VALUE.match(low, pos + 4, pos + 64)
+        if match is not None and 5 <= _digits(match.group(1)) <= 15:
+            return _phone_key(match.group())
+    return None
 
 
 def _boundary_ok(low: bytes, start: int, end: int) -> bool:
@@ -175,22 +183,30 @@ def _intl_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bo
     for hits, start_match in enumerate(_INTL_START.finditer(low)):
         if hits >= _MAX_HITS:
             break
-        start = start_match.start()
-        if start > 0 and low[start - 1] not in _BEFORE_OK:
-            continue
-        match = _INTL.match(low, start)
-        if match is None:  # pragma: no cover - _INTL_START implies a match
-            continue
-        text = match.group().rstrip(b" .-(")
-        if (
-            8 <= _digits(text) <= 15
-            and any(sep in text for sep in (b" ", b"-", b".", b"("))
-            and _boundary_ok(low, start, start + len(text))
-        ):
-            _add(out, seen, _phone_key(text))
+        key = _intl_at(low, start_match.start())
+        if key is not None:
+            _add(out, seen, key)
             if first:
                 return True
     return False
+
+
+def _intl_at(low: bytes, start: int) -> str | None:
+    """The international number at ``start`` (an _INTL_START match; reads ``low[start - 1 :
+    start + 57]``: _INTL matches at most 55 bytes)."""
+    if start > 0 and low[start - 1] not in _BEFORE_OK:
+        return None
+    match = _INTL.match(low, start)
+    if match is None:  # pragma: no cover - _INTL_START implies a match
+        return None
+    text = match.group().rstrip(b" .-(")
+    if (
+        8 <= _digits(text) <= 15
+        and any(sep in text for sep in (b" ", b"-", b".", b"("))
+        and _boundary_ok(low, start, start + len(text))
+    ):
+        return _phone_key(text)
+    return None
 
 
 def _nanp_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
@@ -204,22 +220,31 @@ def _nanp_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bo
             pos = find(_NANP_TAIL, pos + 8)
             continue
         hits += 1
-        for back in (4, 6, 5):  # 000-000-0000, (000) 000-0000, (000)000-0000
-            start = pos - back
-            match = _NANP.match(low, start, pos + 8) if start >= 0 else None
-            if match is None or match.end() != pos + 8:
-                continue
-            if match.group(1) is not None and low[pos + 3] != match.group(1)[0]:
-                break  # 555-234.5678: mixed separators
-            if low[start - 2 : start] in (b"1-", b"1 ", b"1."):  # 1-800-234-5678
-                start -= 2
-            if _boundary_ok(low, start, match.end()):
-                _add(out, seen, _phone_key(match.group()))
-                if first:
-                    return True
-            break
+        key = _nanp_at(low, pos)
+        if key is not None:
+            _add(out, seen, key)
+            if first:
+                return True
         pos = find(_NANP_TAIL, pos + 8)
     return False
+
+
+def _nanp_at(low: bytes, pos: int) -> str | None:
+    """The North American number whose "000-0000" tail starts at ``pos`` (reads ``low[pos - 9 :
+    pos + 10]``)."""
+    for back in (4, 6, 5):  # 000-000-0000, (000) 000-0000, (000)000-0000
+        start = pos - back
+        match = _NANP.match(low, start, pos + 8) if start >= 0 else None
+        if match is None or match.end() != pos + 8:
+            continue
+        if match.group(1) is not None and low[pos + 3] != match.group(1)[0]:
+            return None  # 555-234.5678: mixed separators
+        if low[start - 2 : start] in (b"1-", b"1 ", b"1."):  # 1-800-234-5678
+            start -= 2
+        if _boundary_ok(low, start, match.end()):
+            return _phone_key(match.group())
+        return None
+    return None
 
 
 # ------------------------------------------------------------------ social profiles
@@ -288,21 +313,29 @@ def _social(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
         if pos == 0 or low[pos - 1] not in _LABEL_ENDS:  # not "facebook.com/", "x.com/", ...
             pos = find(b".com/", pos + 5)
             continue
-        label = _LABEL.search(low, max(0, pos - 16), pos)
-        entry = _SOCIAL.get(label.group()) if label is not None else None
-        # A whole label: "x.com/" must not be the tail of "dropbox.com/".
-        if entry is not None and label is not None and (label.start() == 0 or low[label.start() - 1] in _HOST_OK):
-            pattern, excluded = entry
-            path = pos + 5
-            match = pattern.match(low, path, path + 160)
-            if match is not None:
-                ident = match.group().strip(b"/")
-                if ident and ident.split(b"/", 1)[0] not in excluded:
-                    _add(out, seen, "social:" + (label.group() + b".com/" + ident).decode("ascii", "replace"))
-                    if first:
-                        return True
+        key = _social_at(low, pos)
+        if key is not None:
+            _add(out, seen, key)
+            if first:
+                return True
         pos = find(b".com/", pos + 5)
     return False
+
+
+def _social_at(low: bytes, pos: int) -> str | None:
+    """The profile link whose ".com/" is at ``pos`` (reads ``low[pos - 17 : pos + 166]``)."""
+    label = _LABEL.search(low, max(0, pos - 16), pos)
+    entry = _SOCIAL.get(label.group()) if label is not None else None
+    # A whole label: "x.com/" must not be the tail of "dropbox.com/".
+    if entry is not None and label is not None and (label.start() == 0 or low[label.start() - 1] in _HOST_OK):
+        pattern, excluded = entry
+        path = pos + 5
+        match = pattern.match(low, path, path + 160)
+        if match is not None:
+            ident = match.group().strip(b"/")
+            if ident and ident.split(b"/", 1)[0] not in excluded:
+                return "social:" + (label.group() + b".com/" + ident).decode("ascii", "replace")
+    return None
 
 
 # ------------------------------------------------------------------ API
@@ -341,6 +374,14 @@ def find_contacts(body: bytes | str, limit: int = 65536, max_results: int = 100)
 
 def has_contact(body: bytes | str, limit: int = 65536) -> bool:
     """True when the first ``limit`` bytes of ``body`` show an e-mail, phone or profile link."""
+    if HAVE_HYPERSCAN and type(body) is bytes:
+        found = _has_contact_fast(body, limit)
+        if found is not None:
+            return found
+    return _has_contact_plain(body, limit)
+
+
+def _has_contact_plain(body: bytes | str, limit: int) -> bool:
     low = _prepare(body, limit)
     if not low:
         return False
@@ -352,3 +393,136 @@ def has_contact(body: bytes | str, limit: int = 65536) -> bool:
         or _social(low, out, seen, True)
         or _numbers(low, out, seen, True)
     )
+
+
+# ------------------------------------------------------------------ one pass (hyperscan)
+
+# has_contact with hyperscan: one pass over the raw bytes finds every place where a contact
+# of each kind could start (the places the plain scans stop at), and the checks above run
+# only there, on a small lowercased window. The answer is the plain scans' own, budgets
+# included: the first _MAX_HITS "tel:", "+" number, ".com/" and "000-0000" places count.
+_TEL, _ENTITY, _INTL_PLAIN, _INTL_PAREN, _NANP_SHAPE = range(5)
+_PATTERNS: tuple[tuple[bytes, bool], ...] = (
+    (b"tel:", True),
+    (pcre_literal(b"&#64;"), False),
+    # Where _INTL_START can match (it is checked there: the whole of it here costs twice).
+    (rb"\+[1-9]", False),
+    (rb"\+\([1-9]", False),
+    (rb"\d{3}[.\-]\d{4}", False),  # _NANP_TAIL on the digits-to-zero copy
+    # ".com/" after a label of _SOCIAL (the only ones _social looks further at)
+    *((pcre_literal(label + b".com/"), True) for label in _SOCIAL),
+)
+_SOCIAL_FIRST = len(_PATTERNS) - len(_SOCIAL)
+_PATTERN_SCANNER: PatternScanner | None = None
+#: Bytes an e-mail's local part may end with, and its domain start with (either case).
+_LOCAL_LAST = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_%+-")
+_DOMAIN_FIRST = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_DIGIT_BYTES = frozenset(b"0123456789")
+
+
+def _pattern_scanner() -> PatternScanner:
+    global _PATTERN_SCANNER
+    if _PATTERN_SCANNER is None:
+        _PATTERN_SCANNER = PatternScanner(_PATTERNS, max_matches=4 * _MAX_HITS)
+    return _PATTERN_SCANNER
+
+
+def _has_contact_fast(body: bytes, limit: int) -> bool | None:
+    """:func:`has_contact` from one hyperscan pass; ``None`` when the plain scans must answer
+    (``&#64;`` in the view: they read it as ``@``; or a flood of places)."""
+    n = min(len(body), limit)
+    if n <= 0:
+        return False
+    if body.find(b"\x00", 0, min(n, 1024)) >= 0:  # binary: nothing to read
+        return False
+    places = _pattern_scanner().scan(memoryview(body)[:n] if n < len(body) else body)
+    if places is None:
+        return None
+    tel: list[int] = []
+    intl: list[int] = []
+    nanp: list[int] = []
+    social: list[int] = []
+    for ident, end in places:
+        if ident >= _SOCIAL_FIRST:
+            social.append(end - 5)
+        elif ident == _TEL:
+            tel.append(end - 4)
+        elif ident == _NANP_SHAPE:
+            nanp.append(end - 8)
+        elif ident == _ENTITY:
+            return None
+        else:
+            intl.append(end - 2 if ident == _INTL_PLAIN else end - 3)
+    return (
+        _fast_email(body, n)
+        or bool(tel and _fast_tel(body, n, tel))
+        or bool(social and _fast_social(body, n, social))
+        or bool(intl and _fast_intl(body, n, intl))
+        or bool(nanp and _fast_nanp(body, n, nanp))
+    )
+
+
+def _fast_email(body: bytes, n: int) -> bool:
+    find = body.find
+    at = find(b"@", 1, n)
+    while at >= 0:
+        # _email_at needs a local part that does not end with "." before the "@" and a domain
+        # label right after it: most "@" (CSS @media, JSON-LD "@type") fail this at once.
+        if body[at - 1] in _LOCAL_LAST and at + 1 < n and body[at + 1] in _DOMAIN_FIRST:
+            lo = at - 72 if at > 72 else 0
+            if _email_at(body[lo : min(n, at + 257)].lower(), at - lo) is not None:
+                return True
+        at = find(b"@", at + 1, n)
+    return False
+
+
+def _fast_tel(body: bytes, n: int, places: list[int]) -> bool:
+    for pos in sorted(places)[:_MAX_HITS]:
+        lo = pos - 1 if pos > 0 else 0
+        if _tel_at(body[lo : min(n, pos + 65)].lower(), pos - lo) is not None:
+            return True
+    return False
+
+
+def _fast_social(body: bytes, n: int, places: list[int]) -> bool:
+    for pos in sorted(set(places)):
+        lo = pos - 17 if pos > 17 else 0
+        if _social_at(body[lo : min(n, pos + 166)].lower(), pos - lo) is None:
+            continue
+        # _social reads the first _MAX_HITS ".com/" of the view, whatever comes before them.
+        if pos < 5 * _MAX_HITS:
+            return True
+        return body[:pos].lower().count(b".com/") < _MAX_HITS
+    return False
+
+
+def _fast_intl(body: bytes, n: int, places: list[int]) -> bool:
+    # _intl_numbers reads the first _MAX_HITS matches of _INTL_START (no two overlap: each
+    # holds one "+"), whatever comes before them.
+    match = _INTL_START.match
+    starts = [start for start in sorted(places) if match(body, start, n) is not None]
+    for start in starts[:_MAX_HITS]:
+        lo = start - 1 if start > 0 else 0
+        if _intl_at(body[lo : min(n, start + 60)].lower(), start - lo) is not None:
+            return True
+    return False
+
+
+def _fast_nanp(body: bytes, n: int, places: list[int]) -> bool:
+    # The chain of _nanp_numbers: the next tail is looked for 8 bytes on; a tail followed by a
+    # digit is skipped without counting against the budget.
+    resume = 0
+    hits = 0
+    for pos in sorted(places):
+        if pos < resume:
+            continue
+        if hits >= _MAX_HITS:
+            break
+        resume = pos + 8
+        if pos + 8 < n and body[pos + 8] in _DIGIT_BYTES:
+            continue
+        hits += 1
+        lo = pos - 10 if pos > 10 else 0
+        if _nanp_at(body[lo : min(n, pos + 12)].lower(), pos - lo) is not None:
+            return True
+    return False

@@ -23,8 +23,10 @@ from typing import Any
 __all__ = [
     "HAVE_HYPERSCAN",
     "LiteralScanner",
+    "PatternScanner",
     "extended_view",
     "lowered",
+    "pcre_literal",
     "title_of",
     "visible_text",
 ]
@@ -242,6 +244,46 @@ _MAX_CALLBACKS = 4096
 def _collect(ident: int, start: int, end: int, flags: int, context: list[int]) -> bool:
     context.append(ident)
     return len(context) >= _MAX_CALLBACKS  # True stops the scan
+
+
+class PatternScanner:
+    """Where a few patterns (PCRE syntax) match in a buffer: one hyperscan pass, every match's
+    end offset. Only with the hyperscan engine (:data:`HAVE_HYPERSCAN`): the caller keeps a
+    plain path for when it is missing, and for when a page matches too often (``None``).
+
+    ``patterns``: ``(expression, caseless)`` pairs; a match is reported as ``(index, end)``.
+    Case-insensitive patterns fold ASCII letters only, as ``bytes.lower`` does.
+    """
+
+    def __init__(self, patterns: Iterable[tuple[bytes, bool]], max_matches: int = 4096) -> None:
+        if _hs is None:
+            raise ValueError("PatternScanner needs the hyperscan package (pip install hyperscan)")
+        pairs = list(patterns)
+        self.max_matches = max_matches
+        self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        self._db.compile(
+            expressions=[expr for expr, _ in pairs],
+            ids=list(range(len(pairs))),
+            elements=len(pairs),
+            flags=[_hs.HS_FLAG_CASELESS if caseless else 0 for _, caseless in pairs],
+        )
+
+    def scan(self, data: Any) -> list[tuple[int, int]] | None:
+        """``(pattern index, end offset)`` of every match in ``data`` (bytes or a memoryview),
+        in order of end offset; ``None`` when there are more than ``max_matches``."""
+        found: list[tuple[int, int]] = []
+        with contextlib.suppress(_hs.ScanTerminated):
+            self._db.scan(data, match_event_handler=self._on_match, context=found)
+        return None if len(found) > self.max_matches else found
+
+    def _on_match(self, ident: int, start: int, end: int, flags: int, context: list[tuple[int, int]]) -> bool:
+        context.append((ident, end))
+        return len(context) > self.max_matches  # True stops the scan
+
+
+def pcre_literal(lit: bytes) -> bytes:
+    """``lit`` as a hyperscan expression that matches exactly those bytes."""
+    return _pcre_literal(lit)
 
 
 # ------------------------------------------------------------------ HTML structure

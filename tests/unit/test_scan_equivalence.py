@@ -1,7 +1,8 @@
 """The fast body scans give the answers of the plain ones they replaced (issue 14).
 
 The reference implementations below are the project's own earlier code, kept verbatim as the
-specification: the tag loop of :func:`~scrapy_domainstate.textscan.visible_text`. Each is
+specification: the tag loop of :func:`~scrapy_domainstate.textscan.visible_text` and the plain
+contact scans of :mod:`scrapy_domainstate.contacts` (one ``find`` pass per kind). Each is
 compared with the code in use on generated HTML-ish strings (tags, comments, scripts, unclosed
 elements, cut at any point), on every page of the real-page corpus (``tests/unit/corpus``) and
 on the pages of ``benchmarks/overhead.py``.
@@ -15,7 +16,32 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate.textscan import visible_text
+from scrapy_domainstate import contacts
+from scrapy_domainstate.contacts import (
+    _AT_ENTITY,
+    _BEFORE_OK,
+    _DIGIT,
+    _DOMAIN,
+    _FILE_TLDS,
+    _HEX_KEY,
+    _HOST_OK,
+    _INTL,
+    _INTL_START,
+    _LABEL,
+    _LABEL_ENDS,
+    _LOCAL_MAP,
+    _MAX_HITS,
+    _NANP,
+    _NANP_TAIL,
+    _PLACEHOLDER_SET,
+    _PLACEHOLDER_SUFFIXES,
+    _SOCIAL,
+    _TEL_VALUE,
+    _ZERO_DIGITS,
+    find_contacts,
+    has_contact,
+)
+from scrapy_domainstate.textscan import HAVE_HYPERSCAN, lowered, visible_text
 from tests import ROOT
 from tests.unit.test_corpus import load_corpus
 
@@ -194,3 +220,418 @@ def test_visible_text_reads_markup_cut_by_its_window_edges(limit: int) -> None:
                 assert visible_text(low, limit) == reference_visible_text(low, limit), (tricky, pad)
                 low = b"<p>" + b"w" * (pad % 7) + b" " * (pad * 3) + tricky + after
                 assert visible_text(low, limit) == reference_visible_text(low, limit), (tricky, pad)
+
+
+# ------------------------------------------------------------------ reference: the contact scan
+
+# The plain scans of scrapy_domainstate.contacts as they were before the one-pass engine (their
+# tables and regular expressions are imported: they did not change).
+
+
+def _emails(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    find = low.find
+    pos = find(b"@")
+    while pos >= 0:
+        if pos > 0:
+            found = _email_at(low, pos)
+            if found is not None:
+                key = "email:" + found
+                if key not in seen:
+                    seen.add(key)
+                    out.append(key)
+                    if first:
+                        return True
+        pos = find(b"@", pos + 1)
+    return False
+
+
+def _email_at(low: bytes, at: int) -> str | None:
+    lo = at - 64 if at > 64 else 0
+    start = lo + low[lo:at].translate(_LOCAL_MAP).rfind(b" ") + 1
+    if start >= at:
+        return None
+    local = low[start:at]
+    # mailto:info@... is fine; https://user:pass@host and //user@host are URL credentials.
+    if start > 0 and low[start - 1 : start] in (b":", b"/") and not low.endswith(b"mailto:", 0, start):
+        return None
+    local = local.lstrip(b".")
+    if not local or local.endswith(b".") or b".." in local or _HEX_KEY.match(local):
+        return None
+    tail = _DOMAIN.match(low, at + 1, at + 256)
+    if tail is None:
+        return None
+    domain, tld = tail.group(1), tail.group(2)
+    if tld in _FILE_TLDS:
+        return None
+    if domain in _PLACEHOLDER_SET or domain.endswith(_PLACEHOLDER_SUFFIXES):
+        return None
+    return (local + b"@" + domain).decode("ascii", "replace")
+
+
+def _digits(text: bytes) -> int:
+    return len(_DIGIT.findall(text))
+
+
+def _phone_key(text: bytes) -> str:
+    text = text.strip().lstrip(b"/")
+    international = text.startswith((b"+", b"%2b"))
+    digits = b"".join(_DIGIT.findall(text[3:] if text.startswith(b"%2b") else text)).decode("ascii")
+    return "phone:" + ("+" + digits if international else digits)
+
+
+def _add(out: list[str], seen: set[str], key: str) -> None:
+    if key not in seen:
+        seen.add(key)
+        out.append(key)
+
+
+def _tel_links(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    # bytes.find skips ahead on the whole literal; re's search stops at every "t" of a text.
+    find = low.find
+    pos = find(b"tel:")
+    hits = 0
+    while pos >= 0 and hits < _MAX_HITS:
+        hits += 1
+        # href="tel:..." but not "hotel:" or "intel:".
+        if pos == 0 or not low[pos - 1 : pos].isalnum():
+            match = _TEL_VALUE.match(low, pos + 4, pos + 64)
+            if match is not None and 5 <= _digits(match.group(1)) <= 15:
+                _add(out, seen, _phone_key(match.group()))
+                if first:
+                    return True
+        pos = find(b"tel:", pos + 4)
+    return False
+
+
+def _boundary_ok(low: bytes, start: int, end: int) -> bool:
+    """Not glued to letters, digits or number punctuation on either side."""
+    before = low[start - 1] if start > 0 else 32
+    after = low[end] if end < len(low) else 32
+    if before not in _BEFORE_OK:
+        return False
+    if after < 128 and (chr(after).isalnum() or after in b"-+/_"):
+        return False
+    return not (after in b".," and low[end + 1 : end + 2].isdigit())
+
+
+def _numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    return _intl_numbers(low, out, seen, first) or _nanp_numbers(low, out, seen, first)
+
+
+def _intl_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    # International: every match of _INTL starts at a "+" and holds no other "+", so its
+    # matches are exactly the positions _INTL_START finds (in C). A "+" glued to a letter or
+    # digit (minified code: "e+1") fails the boundary check anyway: it is counted against the
+    # hit budget as before, without running the full pattern.
+    for hits, start_match in enumerate(_INTL_START.finditer(low)):
+        if hits >= _MAX_HITS:
+            break
+        start = start_match.start()
+        if start > 0 and low[start - 1] not in _BEFORE_OK:
+            continue
+        match = _INTL.match(low, start)
+        if match is None:  # pragma: no cover - _INTL_START implies a match
+            continue
+        text = match.group().rstrip(b" .-(")
+        if (
+            8 <= _digits(text) <= 15
+            and any(sep in text for sep in (b" ", b"-", b".", b"("))
+            and _boundary_ok(low, start, start + len(text))
+        ):
+            _add(out, seen, _phone_key(text))
+            if first:
+                return True
+    return False
+
+
+def _nanp_numbers(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    # North American: find the "000-0000" tail on the digits-to-zero copy, then look back.
+    shape = low.translate(_ZERO_DIGITS)
+    find = shape.find
+    pos = find(_NANP_TAIL)
+    hits = 0
+    while pos >= 0 and hits < _MAX_HITS:
+        if shape[pos + 8 : pos + 9] == b"0":  # a longer digit run (123.45678): not a phone
+            pos = find(_NANP_TAIL, pos + 8)
+            continue
+        hits += 1
+        for back in (4, 6, 5):  # 000-000-0000, (000) 000-0000, (000)000-0000
+            start = pos - back
+            match = _NANP.match(low, start, pos + 8) if start >= 0 else None
+            if match is None or match.end() != pos + 8:
+                continue
+            if match.group(1) is not None and low[pos + 3] != match.group(1)[0]:
+                break  # 555-234.5678: mixed separators
+            if low[start - 2 : start] in (b"1-", b"1 ", b"1."):  # 1-800-234-5678
+                start -= 2
+            if _boundary_ok(low, start, match.end()):
+                _add(out, seen, _phone_key(match.group()))
+                if first:
+                    return True
+            break
+        pos = find(_NANP_TAIL, pos + 8)
+    return False
+
+
+def _social(low: bytes, out: list[str], seen: set[str], first: bool) -> bool:
+    find = low.find
+    pos = find(b".com/")
+    hits = 0
+    while pos >= 0 and hits < _MAX_HITS:
+        hits += 1
+        if pos == 0 or low[pos - 1] not in _LABEL_ENDS:  # not "facebook.com/", "x.com/", ...
+            pos = find(b".com/", pos + 5)
+            continue
+        label = _LABEL.search(low, max(0, pos - 16), pos)
+        entry = _SOCIAL.get(label.group()) if label is not None else None
+        # A whole label: "x.com/" must not be the tail of "dropbox.com/".
+        if entry is not None and label is not None and (label.start() == 0 or low[label.start() - 1] in _HOST_OK):
+            pattern, excluded = entry
+            path = pos + 5
+            match = pattern.match(low, path, path + 160)
+            if match is not None:
+                ident = match.group().strip(b"/")
+                if ident and ident.split(b"/", 1)[0] not in excluded:
+                    _add(out, seen, "social:" + (label.group() + b".com/" + ident).decode("ascii", "replace"))
+                    if first:
+                        return True
+        pos = find(b".com/", pos + 5)
+    return False
+
+
+def _prepare(body: bytes | str, limit: int) -> bytes:
+    if not body:
+        return b""
+    # The classifier lowercased the same prefix of the same body a moment ago: shared.
+    low = lowered(body, limit)
+    if low.find(b"\x00", 0, 1024) >= 0:  # binary: nothing to read
+        return b""
+    if _AT_ENTITY.search(low) is not None:  # the usual obfuscation of "@" in e-mail addresses
+        low = low.replace(b"&#64;", b"@")
+    return low
+
+
+def reference_find_contacts(body: bytes | str, limit: int = 65536, max_results: int = 100) -> list[str]:
+    """Contacts in the first ``limit`` bytes of ``body``, deduplicated, in kind order.
+
+    Each item is tagged: ``'email:info@acme.com'``, ``'phone:+4930123456'`` (digits, with
+    ``+`` when written internationally), ``'social:facebook.com/acme'``. Addresses are
+    lowercased. Bytes are read leniently (any encoding; ASCII matters here).
+    """
+    low = _prepare(body, limit)
+    if not low:
+        return []
+    out: list[str] = []
+    seen: set[str] = set()
+    _emails(low, out, seen, False)
+    _tel_links(low, out, seen, False)
+    _numbers(low, out, seen, False)
+    _social(low, out, seen, False)
+    return out[:max_results]
+
+
+def reference_has_contact(body: bytes | str, limit: int = 65536) -> bool:
+    """True when the first ``limit`` bytes of ``body`` show an e-mail, phone or profile link."""
+    low = _prepare(body, limit)
+    if not low:
+        return False
+    out: list[str] = []
+    seen: set[str] = set()
+    return (
+        _emails(low, out, seen, True)
+        or _tel_links(low, out, seen, True)
+        or _social(low, out, seen, True)
+        or _numbers(low, out, seen, True)
+    )
+
+
+# ------------------------------------------------------------------ contacts: generated pages
+
+needs_hyperscan = pytest.mark.skipif(not HAVE_HYPERSCAN, reason="hyperscan is not installed")
+
+_CONTACT_PIECES = [
+    "mailto:info@acme-watches.de",
+    "Info@Acme.CO.uk",
+    "jane.doe+shop@mail.example-watches.com",
+    "you@example.com",
+    "logo@2x.png",
+    "pkg@1.2.3",
+    "https://user:pass@host.com/",
+    "//cdn@host.org",
+    "a.@b.com",
+    ".@x.io",
+    "@media",
+    '"@type"',
+    "x@y",
+    "info&#64;acme.org",
+    "&#64;",
+    "@",
+    "tel:+49 341 1234567",
+    "TEL:0341-123456",
+    "hotel:5551234567",
+    "tel:",
+    "tel:%2B4934112345",
+    "+49 341 123 4567",
+    "+44-20-7946-0958",
+    "+1 (415) 555-2671",
+    "(+33 1.42.68.53.00)",
+    "e+1",
+    "+1",
+    "+(1",
+    "+12",
+    "(415) 555-2671",
+    "415-555-2671",
+    "415.555.2671",
+    "555-234.5678",
+    "1-800-555-2671",
+    "123-4567",
+    "2019-12345678",
+    "000-0000",
+    "https://www.facebook.com/AcmeWatches/",
+    "facebook.com/sharer.php",
+    "https://FaceBook.COM/acme",
+    "twitter.com/acme_watch",
+    "https://x.com/acme?ref=1",
+    "dropbox.com/s/abc",
+    "linkedin.com/company/acme-watches/",
+    "instagram.com/p/xyz",
+    "youtube.com/@acme",
+    "tiktok.com/@acme",
+    "github.com/acme",
+    ".com/",
+    ".COM/",
+    "x.com/",
+]
+_FILLER = [
+    " ",
+    "\n",
+    "<p>",
+    "</p>",
+    '<a href="',
+    '">',
+    "word",
+    "1",
+    "9",
+    "-",
+    ".",
+    "(",
+    ")",
+    "+",
+    "a",
+    "Z",
+    "\x00",
+    "\xa0",
+]
+
+
+@st.composite
+def contact_pages(draw: st.DrawFn) -> bytes:
+    out: list[str] = []
+    for _ in range(draw(st.integers(0, 30))):
+        kind = draw(st.integers(0, 3))
+        if kind == 0:
+            out.append(draw(st.sampled_from(_CONTACT_PIECES)))
+        elif kind == 1:
+            out.append(draw(st.sampled_from(_FILLER)))
+        elif kind == 2:
+            out.append(draw(st.text(alphabet="0123456789 -.()+@:/tel", max_size=14)))
+        else:
+            piece = draw(st.sampled_from(_CONTACT_PIECES + _FILLER))
+            out.append(piece * draw(st.integers(2, 300)))  # floods: budgets of 256 places
+    return "".join(out).encode("utf-8")
+
+
+def _check_contacts(body: bytes, limit: int) -> None:
+    assert has_contact(body, limit) == reference_has_contact(body, limit), (body[:200], limit)
+    assert contacts._has_contact_plain(body, limit) == reference_has_contact(body, limit)
+    assert find_contacts(body, limit) == reference_find_contacts(body, limit)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(contact_pages(), st.sampled_from((65536, 100, 7, 1024, 5000)))
+@example(b"tel:5551234567 " * 300 + b'<a href="tel:+4934112345">', 65536)
+@example(b"https://a.com/ " * 300 + b'<a href="https://facebook.com/acme">', 65536)
+@example(b"https://a.COM/ " * 250 + b'<a href="https://facebook.com/acme">', 65536)
+@example(b"+12 " * 300 + b" +49 341 123 4567 ", 65536)
+@example(b"123-4567 " * 300 + b" 415-555-2671 ", 65536)
+@example(b"123-45678 " * 300 + b" 415-555-2671 ", 65536)
+@example(b"x" * 1000 + b"\x00 info@acme.org", 65536)
+def test_has_contact_is_the_plain_scan(body: bytes, limit: int) -> None:
+    _check_contacts(body, limit)
+
+
+_EDGE_CONTACTS = [
+    b"<a href='mailto:" + b"a" * 60 + b"@acme.org'>",
+    b"mailto:" + b"b.c" * 21 + b"@acme.org",
+    b" " + b"d" * 66 + b"@acme.org",
+    b" x..x" + b"a" * 60 + b"@acme.org",
+    b"//" + b"a" * 62 + b"@acme.org",
+    b"mailto:" + b"a" * 57 + b"@acme.org",
+    b"https://" + b"u" * 58 + b":pass@acme.org/",
+    b"x@" + b"sub." * 60 + b"acme.org",
+    b"tel:" + b" " * 20 + b"+49 (0) 341 / 123 - 45 - 67",
+    b"tel://+49-341-123456789012",
+    b"tel:%2b49 341 12 34 56 78 90 12",
+    b"+49 (341) 123 45 67 89 01 23 45",
+    b"+1 (415) 555-2671.5",
+    b"+(1234) (1) (1) (1) (1) (12345) (12345)",
+    b"+(1234) (1) (1) (1) (1) (1) (12345)",
+    b"415-555-2671.5",
+    b"415-555-2671,9",
+    b"(415) 555-2671x",
+    b"1-800-555-2671",
+    b"https://www.facebook.com/" + b"a" * 150,
+    b"https://www.facebook.com/pages/" + b"n" * 90 + b"/123",
+    b"instagram.com/acme",
+]
+_EDGE_FILLERS = [b"tel:x ", b"+12 ", b"123-4567 ", b"a.com/ ", b"123-45678 "]
+
+
+@pytest.mark.parametrize("contact", _EDGE_CONTACTS)
+def test_has_contact_is_the_plain_scan_at_the_edges(contact: bytes) -> None:
+    # Each contact after 255-257 places of each kind (the budget is 256), at the view's end,
+    # cut by the limit at every byte, and with the bytes before it long enough to fill the
+    # checks' windows.
+    for filler in _EDGE_FILLERS:
+        for count in (255, 256, 257):
+            _check_contacts(filler * count + contact + b" ", 1_000_000)
+    for pad in (0, 1, 5, 17, 80):
+        body = b"x" * pad + b" " + contact
+        _check_contacts(body, 1_000_000)
+        for cut in range(max(1, len(body) - len(contact) - 2), len(body) + 2):
+            _check_contacts(body, cut)
+        _check_contacts(body + b"<p>more</p>", 1_000_000)
+
+
+def test_has_contact_is_the_plain_scan_on_real_pages() -> None:
+    pages = [(kind, page) for kind, page in overhead_pages().items()]
+    pages += [(page.id, page.body) for page in CORPUS]
+    for name, body in pages:
+        for limit in (65536, 4096, 1_000_000):
+            assert has_contact(body, limit) == reference_has_contact(body, limit), (name, limit)
+        assert find_contacts(body) == reference_find_contacts(body), name
+        # and with each contact near a window's edge: the body cut at every contact found
+        for item in reference_find_contacts(body, 1_000_000)[:5]:
+            value = item.split(":", 1)[1].encode()
+            at = body.lower().find(value)
+            for cut in (at, at + 1, at + len(value) - 1, at + len(value), at + len(value) + 1):
+                if cut > 0:
+                    assert has_contact(body, cut) == reference_has_contact(body, cut), (name, item, cut)
+
+
+def test_has_contact_on_other_body_types_is_the_plain_scan() -> None:
+    body = b"<p>Mail INFO@acme.org or call +49 341 123 4567</p>"
+    for value in (body, body.decode(), bytearray(body), memoryview(body), b"", "", None):
+        assert has_contact(value) == reference_has_contact(value)  # type: ignore[arg-type]
+    assert lowered(body, 10) == body[:10].lower()
+
+
+@needs_hyperscan
+def test_has_contact_falls_back_on_a_flood_of_places() -> None:
+    # More places than the one pass reports: the plain scans answer (the same).
+    body = b"tel:x " * 5000 + b"+12 " * 2000 + b" <a href='tel:+4934112345'> info@acme.org"
+    assert contacts._has_contact_fast(body, len(body)) is None
+    assert has_contact(body, len(body)) is reference_has_contact(body, len(body)) is True
+    assert has_contact(body[:-14], len(body)) is reference_has_contact(body[:-14], len(body)) is False
+    entity = b"<p>info&#64;acme.org</p>"
+    assert contacts._has_contact_fast(entity, 100) is None and has_contact(entity) is True
