@@ -40,7 +40,16 @@ from .markers import (
     merge_markers,
 )
 from .record import HARD_BLOCK_PREFIX, Outcome
-from .textscan import LiteralScanner, Subset, extended_view, lowered, title_of, visible_text
+from .textscan import (
+    LiteralScanner,
+    PatternScanner,
+    Subset,
+    extended_view,
+    lowered,
+    pcre_literal,
+    title_of,
+    visible_text,
+)
 
 __all__ = [
     "EXTENDED_SCAN_CAP",
@@ -77,6 +86,18 @@ _SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY})
 _CT_ONLY = {"content-type": ""}.keys()
 #: status -> the plain ``ok-empty`` verdict (immutable, so shared).
 _OK_EMPTY: dict[int, Verdict] = {}
+#: Where the fast path looks for the first of each (title, js-shell check).
+_FAST_PROBES = (b"<title", b"<script", b"<body")
+#: Markup lowercased for the fast js-shell check before the whole view is.
+_SHELL_WINDOW = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the fast path saw: offsets of the first ``<script`` and ``<body`` (``-1``: none)."""
+
+    script: int
+    body: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -636,6 +657,9 @@ class Classifier:
         self._plans: dict[tuple[int, bool, bool], _Plan] = {}
         # Structural cues (markers.VERIFY_PHRASES, CAPTCHA_WIDGETS, CHALLENGE_SCRIPTS).
         self._phrases = tuple(p.lower().encode("utf-8") for p in VERIFY_PHRASES)
+        #: The longest word of each phrase: a phrase is in the title or the visible text only
+        #: if that word is in the view.
+        self._phrase_words = tuple(sorted({max(p.split(b" "), key=len) for p in self._phrases}))
         rank = {v: i for i, v in enumerate(HINT_VENDOR_ORDER)}
         self._widgets = self._cues(CAPTCHA_WIDGETS, rank)
         self._scripts = self._cues(CHALLENGE_SCRIPTS, rank)
@@ -649,6 +673,9 @@ class Classifier:
         #: One scan over the body reports every literal any marker or cue needs.
         self.scanner = LiteralScanner(literals, engine)
         self._cue_subset = self.scanner.subset(self._cue_literals)
+        # With hyperscan, the usual page (no marker, no cue) is told from one case-insensitive
+        # pass over its raw bytes (see _fast_facts); built at first use.
+        self._fast: dict[bool, PatternScanner] | None = {} if self.scanner.engine == "hyperscan" else None
 
     @staticmethod
     def _cues(
@@ -976,8 +1003,12 @@ class Classifier:
         try:
             status = int(status)
             hdrs = self._headers(headers)
-            low, size = self._prepare(hdrs, body)
-            verdict = self._antibot(status, hdrs, low, size, body)
+            facts = self._fast_facts(status, hdrs, body) if self._fast is not None and type(body) is bytes else None
+            if facts is not None:  # no marker and no cue: not an anti-bot answer
+                low, size, verdict = None, len(body), None
+            else:
+                low, size = self._prepare(hdrs, body)
+                verdict = self._antibot(status, hdrs, low, size, body)
         except Exception:  # never expected; "no evidence" rather than a crash or a wrong state
             return Verdict(Outcome.NO_VERDICT, None, "classify-error")
         if verdict is not None:
@@ -988,11 +1019,10 @@ class Classifier:
             return Verdict(Outcome.HTTP_ERROR, status, f"http:{status}", browser_fixable=status in (403, 503))
         if (
             200 <= status < 300
-            and low
+            and (low or facts is not None)
             and size < JS_SHELL_MAX_BYTES
             and "html" in (hdrs.get("content-type") or "html").lower()
-            and b"<script" in low
-            and _visible_text_below(low, JS_SHELL_MIN_TEXT)
+            and (self._shell_fast(body, facts) if facts is not None else self._shell(low))
         ):
             return Verdict(Outcome.OK_EMPTY, status, "js-shell", browser_fixable=True)
         verdict = _OK_EMPTY.get(status)
@@ -1001,6 +1031,94 @@ class Classifier:
             if len(_OK_EMPTY) < 1024:
                 _OK_EMPTY[status] = verdict
         return verdict
+
+    @staticmethod
+    def _shell(low: bytes | None) -> bool:
+        """A script-only shell: a ``<script`` and (almost) no visible text."""
+        return low is not None and b"<script" in low and _visible_text_below(low, JS_SHELL_MIN_TEXT)
+
+    def _shell_fast(self, body: bytes, facts: _Facts) -> bool:
+        """:meth:`_shell` from the fast facts: ``_visible_text_below`` on a lowercased window
+        from the first ``<body`` on, the whole view only when the window says "below"."""
+        if facts.script < 0:
+            return False
+        start = max(facts.body, 0)
+        n = min(len(body), self.scan_bytes)
+        end = start + _SHELL_WINDOW
+        if end < n:
+            # "Not below" is final: the window's text is a prefix of the view's (its last word
+            # or tag may be cut short, which never adds text).
+            if not _visible_text_below(body[start:end].lower(), JS_SHELL_MIN_TEXT):
+                return False
+            return _visible_text_below(lowered(body, self.scan_bytes), JS_SHELL_MIN_TEXT)
+        return _visible_text_below(body[start:n].lower(), JS_SHELL_MIN_TEXT)
+
+    def _fast_scanner(self, small: bool) -> PatternScanner:
+        scanner = self._fast[small] if self._fast is not None and small in self._fast else None
+        if scanner is None:
+            patterns: list[tuple[bytes, bool] | tuple[bytes, bool, bool]] = [
+                (pcre_literal(lit), True) for lit in self.scanner.literals
+            ]
+            patterns += [(pcre_literal(probe), True, True) for probe in _FAST_PROBES]
+            if small:  # a verification phrase can only be in the text when its longest word is
+                patterns += [(pcre_literal(word), True, True) for word in self._phrase_words]
+            scanner = PatternScanner(patterns)
+            assert self._fast is not None
+            self._fast[small] = scanner
+        return scanner
+
+    def _fast_plans(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Plan, ...] | None:
+        """The plans ``_antibot`` may use for ``body`` when the fast path can answer for them."""
+        size = len(body)
+        if not size or size > self.scan_bytes:
+            return None
+        if not (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY)):
+            return None
+        if _is_binary(hdrs.get("content-type", ""), body[:1024].lower()):
+            return None
+        small = size <= SMALL_PAGE
+        # A long page is read with the small-page markers too when it shows little (_Shape):
+        # answer only when neither set fires.
+        plans: tuple[_Plan, ...] = (self._plan(status, small, True),)
+        if not small and status not in BLOCK_STATUSES:
+            plans += (self._plan(status, True, True),)
+        return None if any(plan.has_status for plan in plans) else plans
+
+    def _fast_facts(self, status: int, hdrs: Mapping[str, str], body: bytes) -> _Facts | None:
+        """The facts the response checks need, when one pass over the raw bytes shows that no
+        anti-bot rule can fire (``_antibot`` would answer ``None``); else ``None`` (the full path
+        answers). Bodies up to ``body_scan_bytes`` only (no extended view)."""
+        plans = self._fast_plans(status, hdrs, body)
+        if plans is None:
+            return None
+        small = len(body) <= SMALL_PAGE
+        matches = self._fast_scanner(small).scan(body)
+        if matches is None:
+            return None
+        literals = self.scanner.literals
+        count = len(literals)
+        found: set[bytes] = set()
+        probes = _FAST_PROBES + self._phrase_words if small else _FAST_PROBES
+        first = [-1] * len(probes)
+        for ident, end in matches:
+            if ident < count:
+                found.add(literals[ident])
+            elif first[ident - count] < 0:
+                first[ident - count] = end
+        for k, probe in enumerate(probes):  # single-match mode may miss a match at the very end
+            if first[k] < 0 and body[-len(probe) :].lower() == probe:
+                first[k] = len(body)
+        if found and any(not found.isdisjoint(plan.literals.literals) for plan in plans):
+            return None
+        title_end = first[0]
+        title = title_of(body[title_end - 6 : title_end + 1300].lower()) if title_end >= 0 else b""
+        if title and any(p in title for plan in plans for p in plan.title_patterns):
+            return None
+        # _structural (small pages): no cue literal, no phrase that could be in the title or text.
+        if small and (not found.isdisjoint(self._cue_literals) or max(first[len(_FAST_PROBES) :], default=-1) >= 0):
+            return None
+        script, start = first[1], first[2]
+        return _Facts(script - 7 if script >= 0 else -1, start - 5 if start >= 0 else -1)
 
     # ---------------------------------------------------------- failures
 

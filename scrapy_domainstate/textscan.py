@@ -251,21 +251,29 @@ class PatternScanner:
     end offset. Only with the hyperscan engine (:data:`HAVE_HYPERSCAN`): the caller keeps a
     plain path for when it is missing, and for when a page matches too often (``None``).
 
-    ``patterns``: ``(expression, caseless)`` pairs; a match is reported as ``(index, end)``.
-    Case-insensitive patterns fold ASCII letters only, as ``bytes.lower`` does.
+    ``patterns``: ``(expression, caseless)`` pairs, or ``(expression, caseless, first)``
+    triples; a match is reported as ``(index, end)``. Case-insensitive patterns fold ASCII
+    letters only, as ``bytes.lower`` does. A ``first`` pattern reports its first match only
+    (hyperscan's single-match mode; hyperscan 0.9.1 may miss such a match when it ends at the
+    very end of the buffer, so a caller checks that end itself).
     """
 
-    def __init__(self, patterns: Iterable[tuple[bytes, bool]], max_matches: int = 4096) -> None:
+    def __init__(
+        self, patterns: Iterable[tuple[bytes, bool] | tuple[bytes, bool, bool]], max_matches: int = 4096
+    ) -> None:
         if _hs is None:
             raise ValueError("PatternScanner needs the hyperscan package (pip install hyperscan)")
-        pairs = list(patterns)
+        rows = [(p[0], p[1], len(p) > 2 and bool(p[2])) for p in patterns]
         self.max_matches = max_matches
         self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
         self._db.compile(
-            expressions=[expr for expr, _ in pairs],
-            ids=list(range(len(pairs))),
-            elements=len(pairs),
-            flags=[_hs.HS_FLAG_CASELESS if caseless else 0 for _, caseless in pairs],
+            expressions=[expr for expr, _, _ in rows],
+            ids=list(range(len(rows))),
+            elements=len(rows),
+            flags=[
+                (_hs.HS_FLAG_CASELESS if caseless else 0) | (_hs.HS_FLAG_SINGLEMATCH if first else 0)
+                for _, caseless, first in rows
+            ],
         )
 
     def scan(self, data: Any) -> list[tuple[int, int]] | None:

@@ -17,6 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_domainstate import contacts
+from scrapy_domainstate.classify import Classifier
 from scrapy_domainstate.contacts import (
     _AT_ENTITY,
     _BEFORE_OK,
@@ -635,3 +636,119 @@ def test_has_contact_falls_back_on_a_flood_of_places() -> None:
     assert has_contact(body[:-14], len(body)) is reference_has_contact(body[:-14], len(body)) is False
     entity = b"<p>info&#64;acme.org</p>"
     assert contacts._has_contact_fast(entity, 100) is None and has_contact(entity) is True
+
+
+# ------------------------------------------------------------------ classification: both engines
+
+_CLASSIFY_PIECES = [
+    "<title>Just a moment...</title>",
+    "<TITLE>Attention Required! | Cloudflare</TITLE>",
+    "<title>Shop</title>",
+    "<title>" + "Shop and more " * 20 + "Just a moment...</title>",
+    "<title>" + "Shop and more " * 15 + "just a moment",
+    "<title>" + "x" * 240 + "just a moment",
+    "<title " + "x" * 190 + ">just a moment",
+    "<title>" + "x" * 1000 + "</title>just a moment",
+    "<title>" + "x" * 700 + "just a moment</title>",
+    "<title>",
+    "</title>",
+    "<script>var _cf_chl_opt={};</script>",
+    "<SCRIPT src='/x.js'></SCRIPT>",
+    "<script",
+    "<body>",
+    "<BODY class=x>",
+    "<head>",
+    "</head>",
+    "<a href='/a'>a</a>",
+    "<A HREF='/b'>b</A>",
+    "<div class='g-recaptcha' data-sitekey='x'></div>",
+    "<div class='h-captcha'></div>",
+    "<div class='cf-turnstile'></div>",
+    "captcha-delivery.com",
+    "Verify you are human",
+    "VERIFY",
+    "verify you are a human",
+    "Checking your browser before accessing",
+    "checking",
+    "are you a robot?",
+    "Human",
+    "<input type='password'>",
+    "<textarea></textarea>",
+    "<noscript>Enable JavaScript and cookies to continue</noscript>",
+    "<!-- comment -->",
+    "<style>p{}</style>",
+    "%PDF",
+    "\x00",
+    "<p>Some text of a normal page, with words.</p>",
+    "datadome",
+    "/cdn-cgi/challenge-platform/",
+    "Access denied",
+    "Error 1020",
+    "Request unsuccessful. Incapsula incident ID",
+    "<iframe src='https://geo.captcha-delivery.com/captcha/'></iframe>",
+    "awswaf",
+    "window._pxAppId",
+]
+_STATUSES = (200, 202, 403, 404, 429, 503, 999)
+_HEADERS: list[dict[str, str]] = [
+    {},
+    {"Content-Type": "text/html; charset=utf-8"},
+    {"content-type": "application/pdf"},
+    {"Content-Type": "text/html", "Server": "cloudflare", "CF-RAY": "8f1c2d3e4a5b6c7d-FRA"},
+    {"cf-mitigated": "challenge"},
+    {"Content-Type": "application/json"},
+]
+
+
+@st.composite
+def classify_pages(draw: st.DrawFn) -> bytes:
+    out = [draw(st.sampled_from([*_CLASSIFY_PIECES, "x"])) for _ in range(draw(st.integers(0, 25)))]
+    body = "".join(out).encode("utf-8")
+    pad = draw(st.sampled_from((0, 0, 200, 33_000, 49_990, 50_010, 65_400, 65_600, 70_000)))
+    if pad:
+        filler = draw(st.sampled_from((b" ", b"<p>w</p>", b"<a href='/x'>x</a> ", b"<script>v</script>")))
+        where = draw(st.integers(0, 2))
+        block = filler * (pad // len(filler))
+        body = block + body if where == 0 else body + block if where == 1 else body[:10] + block + body[10:]
+    return body
+
+
+_ENGINES = (Classifier(engine="pure"), Classifier(engine="hyperscan" if HAVE_HYPERSCAN else "pure"))
+
+
+@needs_hyperscan
+@settings(max_examples=600, deadline=None)
+@given(classify_pages(), st.sampled_from(_STATUSES), st.sampled_from(range(len(_HEADERS))))
+@example(b"<p>x</p><title>just a moment", 200, 0)
+@example(b"<title>" + b"x" * 700 + b"Attention Required! | Cloudflare</title>" + b" " * 40_000, 200, 1)
+@example(b"<title>" + b"x" * 200 + b"Attention Required! | Cloudflare" + b" " * 40_000, 200, 1)
+@example(b"<title " + b"x" * 190 + b">Attention Required! | Cloudflare" + b" " * 40_000, 200, 1)
+@example(b" " * 40_000 + b"<title>Attention Required! | Cloudflare", 200, 1)
+@example(b"<p>x</p><SCRIPT", 200, 1)
+@example(b"<p>x</p> Verify you are human", 200, 1)
+@example(b"<body>" + b"<script>x</script>" * 10 + b"<p>" + b"w " * 40, 200, 1)
+def test_classification_is_the_same_on_both_engines(body: bytes, status: int, headers: int) -> None:
+    pure, fast = _ENGINES
+    hdrs = _HEADERS[headers]
+    url = "https://www.example.com/"
+    assert fast.response(status, hdrs, body, url, False) == pure.response(status, hdrs, body, url, False)
+    assert fast.response(status, hdrs, body, url, True) == pure.response(status, hdrs, body, url, True)
+
+
+@needs_hyperscan
+def test_classification_is_the_same_on_both_engines_on_real_pages() -> None:
+    pure, fast = Classifier(engine="pure"), Classifier(engine="hyperscan")
+    pages = [(kind, 200, {"content-type": "text/html"}, page) for kind, page in overhead_pages().items()]
+    pages.append(("challenge-403", 403, {"cf-ray": "8a1b2c3d4e5f6a7b-LHR", "server": "cloudflare"}, pages[-1][3]))
+    pages += [(page.id, page.status, page.headers, page.body) for page in CORPUS]
+    for name, status, headers, body in pages:
+        views = [body, body[:65536], body[:40_000], body[:20_000], body[:49_999], body[-30_000:], body.upper()]
+        for view in views:
+            for code in (status, 200):
+                assert fast.response(code, headers, view, "/", False) == pure.response(
+                    code, headers, view, "/", False
+                ), (
+                    name,
+                    code,
+                    len(view),
+                )
