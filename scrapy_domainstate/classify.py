@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from . import contacts
 from .config import Config
 from .markers import (
     BLOCK_STATUSES,
@@ -88,6 +89,8 @@ _CT_ONLY = {"content-type": ""}.keys()
 _OK_EMPTY: dict[int, Verdict] = {}
 #: Where the fast path looks for the first of each (title, js-shell check).
 _FAST_PROBES = (b"<title", b"<script", b"<body")
+#: Bytes at the end of a body checked for the fast path's probes (longer than any).
+_PROBE_TAIL = 64
 #: Markup lowercased for the fast js-shell check before the whole view is.
 _SHELL_WINDOW = 4096
 
@@ -660,6 +663,8 @@ class Classifier:
         #: The longest word of each phrase: a phrase is in the title or the visible text only
         #: if that word is in the view.
         self._phrase_words = tuple(sorted({max(p.split(b" "), key=len) for p in self._phrases}))
+        self._phrase_end = re.compile(b"(?:" + b"|".join(re.escape(w) for w in self._phrase_words) + rb")\Z")
+        self._title_regexes: dict[tuple[int, ...], re.Pattern[bytes]] = {}
         rank = {v: i for i, v in enumerate(HINT_VENDOR_ORDER)}
         self._widgets = self._cues(CAPTCHA_WIDGETS, rank)
         self._scripts = self._cues(CHALLENGE_SCRIPTS, rank)
@@ -1060,12 +1065,48 @@ class Classifier:
                 (pcre_literal(lit), True) for lit in self.scanner.literals
             ]
             patterns += [(pcre_literal(probe), True, True) for probe in _FAST_PROBES]
+            patterns += contacts.CONTACT_PATTERNS  # the contact scan of the same body reads these
             if small:  # a verification phrase can only be in the text when its longest word is
                 patterns += [(pcre_literal(word), True, True) for word in self._phrase_words]
             scanner = PatternScanner(patterns)
             assert self._fast is not None
             self._fast[small] = scanner
         return scanner
+
+    def _title_hit(self, plans: tuple[_Plan, ...], title: bytes) -> bool:
+        """Whether ``title`` holds a title pattern of one of ``plans`` (one regex search)."""
+        key = tuple(id(plan) for plan in plans)
+        regex = self._title_regexes.get(key)
+        if regex is None:
+            patterns = sorted({p for plan in plans for p in plan.title_patterns})
+            regex = re.compile(b"|".join(re.escape(p) for p in patterns) if patterns else b"(?!)")
+            if len(self._title_regexes) < 4096:
+                self._title_regexes[key] = regex
+        return regex.search(title) is not None
+
+    def _sort_matches(self, body: bytes, matches: list[tuple[int, int]]) -> tuple[set[bytes], list[int]]:
+        """The literals found, the end of the first match of each probe (the last entry: of any
+        phrase word; ``-1``: none); the contact places go to :func:`contacts.share_places`."""
+        literals = self.scanner.literals
+        count = len(literals)
+        found: set[bytes] = set()
+        last = len(_FAST_PROBES)
+        first = [-1] * (last + 1)
+        places: list[tuple[int, int]] = []
+        base = count + last
+        words = base + len(contacts.CONTACT_PATTERNS)
+        for ident, end in matches:
+            if ident < count:
+                found.add(literals[ident])
+            elif ident < base:
+                if first[ident - count] < 0:
+                    first[ident - count] = end
+            elif ident < words:
+                places.append((ident - base, end))
+            elif first[last] < 0:
+                first[last] = end
+        contacts.share_places(body, places)
+        return found, first
 
     def _fast_plans(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Plan, ...] | None:
         """The plans ``_antibot`` may use for ``body`` when the fast path can answer for them."""
@@ -1095,27 +1136,23 @@ class Classifier:
         matches = self._fast_scanner(small).scan(body)
         if matches is None:
             return None
-        literals = self.scanner.literals
-        count = len(literals)
-        found: set[bytes] = set()
-        probes = _FAST_PROBES + self._phrase_words if small else _FAST_PROBES
-        first = [-1] * len(probes)
-        for ident, end in matches:
-            if ident < count:
-                found.add(literals[ident])
-            elif first[ident - count] < 0:
-                first[ident - count] = end
-        for k, probe in enumerate(probes):  # single-match mode may miss a match at the very end
-            if first[k] < 0 and body[-len(probe) :].lower() == probe:
+        found, first = self._sort_matches(body, matches)
+        last = len(_FAST_PROBES)
+        # Hyperscan's single-match mode may miss a match that ends the buffer: check there.
+        tail = body[-_PROBE_TAIL:].lower()
+        for k, probe in enumerate(_FAST_PROBES):
+            if first[k] < 0 and tail.endswith(probe):
                 first[k] = len(body)
         if found and any(not found.isdisjoint(plan.literals.literals) for plan in plans):
             return None
         title_end = first[0]
         title = title_of(body[title_end - 6 : title_end + 1300].lower()) if title_end >= 0 else b""
-        if title and any(p in title for plan in plans for p in plan.title_patterns):
+        if title and self._title_hit(plans, title):
             return None
         # _structural (small pages): no cue literal, no phrase that could be in the title or text.
-        if small and (not found.isdisjoint(self._cue_literals) or max(first[len(_FAST_PROBES) :], default=-1) >= 0):
+        if small and (
+            first[last] >= 0 or not found.isdisjoint(self._cue_literals) or self._phrase_end.search(tail) is not None
+        ):
             return None
         script, start = first[1], first[2]
         return _Facts(script - 7 if script >= 0 else -1, start - 5 if start >= 0 else -1)

@@ -413,6 +413,9 @@ _PATTERNS: tuple[tuple[bytes, bool], ...] = (
     *((pcre_literal(label + b".com/"), True) for label in _SOCIAL),
 )
 _SOCIAL_FIRST = len(_PATTERNS) - len(_SOCIAL)
+#: The patterns of the one pass, ``(expression, caseless)``: another pass over the same body
+#: may include them and hand its matches over (:func:`share_places`).
+CONTACT_PATTERNS = _PATTERNS
 _PATTERN_SCANNER: PatternScanner | None = None
 #: Bytes an e-mail's local part may end with, and its domain start with (either case).
 _LOCAL_LAST = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_%+-")
@@ -427,6 +430,18 @@ def _pattern_scanner() -> PatternScanner:
     return _PATTERN_SCANNER
 
 
+#: The places the classifier's pass found in the last body it read (whole): (body, places).
+_SHARED: tuple[bytes, list[tuple[int, int]]] | None = None
+
+
+def share_places(body: bytes, places: list[tuple[int, int]]) -> None:
+    """Hand over the places of :data:`CONTACT_PATTERNS` found in the whole of ``body`` by
+    another pass (the classifier's), for the :func:`has_contact` call on the same body that
+    follows (a one-entry memo keyed by the body object, as :func:`~.textscan.lowered`)."""
+    global _SHARED
+    _SHARED = (body, places)
+
+
 def _has_contact_fast(body: bytes, limit: int) -> bool | None:
     """:func:`has_contact` from one hyperscan pass; ``None`` when the plain scans must answer
     (``&#64;`` in the view: they read it as ``@``; or a flood of places)."""
@@ -435,7 +450,11 @@ def _has_contact_fast(body: bytes, limit: int) -> bool | None:
         return False
     if body.find(b"\x00", 0, min(n, 1024)) >= 0:  # binary: nothing to read
         return False
-    places = _pattern_scanner().scan(memoryview(body)[:n] if n < len(body) else body)
+    shared = _SHARED
+    if shared is not None and shared[0] is body and n == len(body):
+        places: list[tuple[int, int]] | None = shared[1]
+    else:
+        places = _pattern_scanner().scan(memoryview(body)[:n] if n < len(body) else body)
     if places is None:
         return None
     tel: list[int] = []
