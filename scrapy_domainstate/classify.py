@@ -1113,8 +1113,6 @@ class Classifier:
         size = len(body)
         if not size or size > self.scan_bytes:
             return None
-        if not (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY)):
-            return None
         if _is_binary(hdrs.get("content-type", ""), body[:1024].lower()):
             return None
         small = size <= SMALL_PAGE
@@ -1123,7 +1121,14 @@ class Classifier:
         plans: tuple[_Plan, ...] = (self._plan(status, small, True),)
         if not small and status not in BLOCK_STATUSES:
             plans += (self._plan(status, True, True),)
-        return None if any(plan.has_status for plan in plans) else plans
+        if any(plan.has_status for plan in plans):
+            return None
+        if not (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY)):
+            # Marker headers (a CDN's on every page): fine as long as no header marker fires.
+            for plan in plans:
+                if any(c.kind == "header" and self._header_hit(c, hdrs) for c in plan.headless):
+                    return None
+        return plans
 
     def _fast_facts(self, status: int, hdrs: Mapping[str, str], body: bytes) -> _Facts | None:
         """The facts the response checks need, when one pass over the raw bytes shows that no
