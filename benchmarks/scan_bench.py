@@ -1,23 +1,31 @@
 """Per-page cost of the body scans: anti-bot classification and the contact scan.
 
-Pages are real captures from ``tests/unit/corpus`` (a normal page cut to 50 KB, the same with a
-contact near its end, a real page repeated to 1 MB, a page whose first 64 KB are all
-inline styles and scripts, a small and a site-branded 352 KB challenge). For each page it
-times ``Classifier.response()``, ``has_contact()`` and both one after the other on the same
-body (what the middleware does for a page that is not a challenge): process CPU time, minimum
-of several rounds.
+Two sets of pages. The pages ``benchmarks/overhead.py`` crawls, next to the targets of issue 14
+(CPU per response, classification and contact scan together, hyperscan installed: the 652-byte
+tiny page <= 5 us, each 50 KB page and the Cloudflare challenge <= 20 us): a tiny page, 50 KB
+of real-looking HTML with a contact early, late or not at all, and a 4.4 KB challenge (403).
+And real captures from ``tests/unit/corpus`` (a normal page cut to 50 KB, the same with a
+contact near its end, a real page repeated to 1 MB, a page whose first 64 KB are all inline
+styles and scripts, a small and a site-branded 352 KB challenge), served with a CDN's headers.
+For each page it times ``Classifier.response()``, the contact scan and both one after the other
+on the same body (what the middleware does: the contact scan only for a page that is not a
+challenge): process CPU time, minimum of several rounds, the copy of the body subtracted.
+
+The ``pure`` engine is the fallback without hyperscan (``Classifier(engine='pure')`` and the
+plain contact scans); ``hyperscan`` is the default when the package is installed.
 
     python benchmarks/scan_bench.py              # the installed / PYTHONPATH package
     python benchmarks/scan_bench.py --rounds 9   # more rounds on a noisy machine
 
-Run it with ``PYTHONPATH`` pointing at another checkout to compare two versions (the corpus
-is read from this file's checkout). Not a test: figures depend on the machine.
+Run it with ``PYTHONPATH`` pointing at another checkout to compare two versions (the pages are
+read from this file's checkout). Not a test: figures depend on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import inspect
 import json
 import time
@@ -25,10 +33,14 @@ from pathlib import Path
 from typing import Any
 
 import scrapy_domainstate
+from scrapy_domainstate import contacts as contacts_module
 from scrapy_domainstate.classify import Classifier
 from scrapy_domainstate.contacts import has_contact
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "unit" / "corpus"
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE.parent / "tests" / "unit" / "corpus"
+#: Targets of issue 14 (hyperscan, classification + contact scan), by page label.
+TARGETS = {"tiny page (652 B)": 5.0}
 
 
 def _page(name: str) -> bytes:
@@ -36,6 +48,29 @@ def _page(name: str) -> bytes:
     entry = next(e for e in manifest["entries"] if e["id"] == name)
     raw = (CORPUS / entry["file"]).read_bytes()
     return gzip.decompress(raw) if entry["file"].endswith(".gz") else raw
+
+
+def overhead_pages() -> dict[str, tuple[int, dict[str, str], bytes]]:
+    """The page kinds of ``benchmarks/overhead.py``, as ``overhead.check_pages()`` judges them."""
+    spec = importlib.util.spec_from_file_location("overhead_bench", HERE / "overhead.py")
+    assert spec is not None and spec.loader is not None
+    overhead = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(overhead)
+    html = {"content-type": "text/html; charset=utf-8"}
+    cf = {"cf-ray": "8a1b2c3d4e5f6a7b-LHR", "server": "cloudflare", **html}
+    labels = {
+        "tiny": "tiny page (652 B)",
+        "early": "50 KB, contact early",
+        "late": "50 KB, contact late",
+        "none": "50 KB, no contact",
+        "challenge": "4.4 KB CF challenge (403)",
+    }
+    out = {}
+    for kind, template in overhead.pages().items():
+        body = template.replace(b"{HOST}", b"site-1.test")
+        out[labels[kind]] = (403, cf, body) if kind == "challenge" else (200, html, body)
+        TARGETS.setdefault(labels[kind], 20.0)
+    return out
 
 
 def pages() -> dict[str, tuple[int, bytes]]:
@@ -68,22 +103,27 @@ def timed(fn: Any, rounds: int, inner: int) -> float:
     return best * 1e6
 
 
-def measure(classifier: Classifier, status: int, body: bytes, rounds: int) -> dict[str, float]:
-    inner = 20 if len(body) > 200_000 else 100
+def measure(
+    classifier: Classifier, status: int, body: bytes, rounds: int, headers: Any = None, plain: bool = False
+) -> dict[str, float]:
+    inner = 20 if len(body) > 200_000 else 300 if len(body) < 10_000 else 100
     url = "https://www.example.com/page"
+    headers = HEADERS if headers is None else headers
+    # The pure engine's contact scan: the plain scans (has_contact uses hyperscan when it can).
+    scan = getattr(contacts_module, "_has_contact_plain", has_contact) if plain else has_contact
 
     def classify() -> None:
         # A fresh bytes object per call, as each response has its own body.
-        classifier.response(status, HEADERS, bytes(memoryview(body)), url, False)
+        classifier.response(status, headers, bytes(memoryview(body)), url, False)
 
     def contacts() -> None:
-        has_contact(bytes(memoryview(body)), classifier.scan_bytes)
+        scan(bytes(memoryview(body)), classifier.scan_bytes)
 
     def both() -> None:
         fresh = bytes(memoryview(body))
-        verdict = classifier.response(status, HEADERS, fresh, url, False)
+        verdict = classifier.response(status, headers, fresh, url, False)
         if verdict.success:
-            has_contact(fresh, classifier.scan_bytes)
+            scan(fresh, classifier.scan_bytes)
 
     def copy_only() -> None:
         bytes(memoryview(body))
@@ -108,16 +148,23 @@ def main() -> None:
     for engine in engines:
         classifier = Classifier(engine=engine) if engine != "auto" else Classifier()
         name = getattr(classifier, "engine", "pure")
-        results[name] = {label: measure(classifier, s, b, args.rounds) for label, (s, b) in pages().items()}
+        plain = name == "pure"
+        rows = {
+            label: measure(classifier, s, b, args.rounds, h, plain) for label, (s, h, b) in overhead_pages().items()
+        }
+        rows.update({label: measure(classifier, s, b, args.rounds, None, plain) for label, (s, b) in pages().items()})
+        results[name] = rows
     if args.json:
         print(json.dumps({"package": scrapy_domainstate.__file__, "results": results}, indent=1))
         return
     print(f"package: {Path(scrapy_domainstate.__file__).parent}  (CPU us per page, minimum of {args.rounds} rounds)")
     for engine, rows in results.items():
         print(f"\nengine: {engine}")
-        print(f"  {'page':32s} {'classify':>9s} {'contacts':>9s} {'both':>9s}")
+        print(f"  {'page':32s} {'classify':>9s} {'contacts':>9s} {'both':>9s} {'target':>9s}")
         for label, row in rows.items():
-            print(f"  {label:32s} {row['classify']:9.1f} {row['contacts']:9.1f} {row['both']:9.1f}")
+            target = TARGETS.get(label) if engine == "hyperscan" else None
+            mark = "" if target is None else f"<= {target:.0f}" + (" ok" if row["both"] <= target else " --")
+            print(f"  {label:32s} {row['classify']:9.1f} {row['contacts']:9.1f} {row['both']:9.1f} {mark:>9s}")
 
 
 if __name__ == "__main__":

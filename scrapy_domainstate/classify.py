@@ -747,8 +747,15 @@ class Classifier:
         return extended_view(raw, len(low), low, 2 * self.scan_bytes, EXTENDED_SCAN_CAP)
 
     def _antibot(
-        self, status: int, hdrs: Mapping[str, str], low: bytes | None, size: int, body: Any = None
+        self,
+        status: int,
+        hdrs: Mapping[str, str],
+        low: bytes | None,
+        size: int,
+        body: Any = None,
+        known: set[bytes] | None = None,
     ) -> Verdict | None:
+        """``known``: every scanner literal in ``low`` (a pass over the whole body found them)."""
         ext = self._extend(low, size, body)
         small = size <= SMALL_PAGE
         shape: _Shape | None = None
@@ -757,7 +764,10 @@ class Classifier:
             shape = _Shape.of(low, ext)
             small = shape.branded
         plan = self._plan(status, small, bool(low))
-        found = self.scanner.scan(low, plan.literals) if low else set()
+        if known is not None:
+            found = known & plan.literals.literals
+        else:
+            found = self.scanner.scan(low, plan.literals) if low else set()
         if ext:
             found |= self.scanner.scan(ext, plan.literals)
         title: bytes | None = None
@@ -785,7 +795,7 @@ class Classifier:
                 return verdict
         if not low or (size > SMALL_PAGE and not ext and shape is None):
             return None  # a long page with content in its prefix is no interstitial
-        return self._structural(status, low, ext, shape)
+        return self._structural(status, low, ext, shape, known)
 
     def _first_marker(
         self,
@@ -845,7 +855,9 @@ class Classifier:
                 return match
         return c.regex.search(ext) if ext else None
 
-    def _structural(self, status: int, low: bytes, ext: bytes, shape: _Shape | None) -> Verdict | None:
+    def _structural(
+        self, status: int, low: bytes, ext: bytes, shape: _Shape | None, known: set[bytes] | None = None
+    ) -> Verdict | None:
         """An interstitial: little visible text, few links, and a cue (README, "Outcomes").
 
         A title or text that asks to verify, wait or prove one is human; a captcha widget on
@@ -855,7 +867,10 @@ class Classifier:
         shape = shape or _Shape.of(low, ext)
         if not shape.interstitial:
             return None
-        cues = self.scanner.scan(shape.view, self._cue_subset)
+        if known is not None and not ext:
+            cues = known & self._cue_subset.literals
+        else:
+            cues = self.scanner.scan(shape.view, self._cue_subset)
         vendor = self._vendor(cues)
         title = self._title(low, ext)
         text = shape.text
@@ -1008,12 +1023,14 @@ class Classifier:
         try:
             status = int(status)
             hdrs = self._headers(headers)
-            facts = self._fast_facts(status, hdrs, body) if self._fast is not None and type(body) is bytes else None
+            facts, found = (
+                self._fast_facts(status, hdrs, body) if self._fast is not None and type(body) is bytes else (None, None)
+            )
             if facts is not None:  # no marker and no cue: not an anti-bot answer
                 low, size, verdict = None, len(body), None
             else:
                 low, size = self._prepare(hdrs, body)
-                verdict = self._antibot(status, hdrs, low, size, body)
+                verdict = self._antibot(status, hdrs, low, size, body, found if low is not None else None)
         except Exception:  # never expected; "no evidence" rather than a crash or a wrong state
             return Verdict(Outcome.NO_VERDICT, None, "classify-error")
         if verdict is not None:
@@ -1130,17 +1147,18 @@ class Classifier:
                     return None
         return plans
 
-    def _fast_facts(self, status: int, hdrs: Mapping[str, str], body: bytes) -> _Facts | None:
+    def _fast_facts(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Facts | None, set[bytes] | None]:
         """The facts the response checks need, when one pass over the raw bytes shows that no
         anti-bot rule can fire (``_antibot`` would answer ``None``); else ``None`` (the full path
-        answers). Bodies up to ``body_scan_bytes`` only (no extended view)."""
+        answers), with the literals the pass found in the whole body, if it ran (the full path
+        then reads them rather than scanning again). Bodies up to ``body_scan_bytes`` only."""
         plans = self._fast_plans(status, hdrs, body)
         if plans is None:
-            return None
+            return None, None
         small = len(body) <= SMALL_PAGE
         matches = self._fast_scanner(small).scan(body)
         if matches is None:
-            return None
+            return None, None
         found, first = self._sort_matches(body, matches)
         last = len(_FAST_PROBES)
         # Hyperscan's single-match mode may miss a match that ends the buffer: check there.
@@ -1149,18 +1167,18 @@ class Classifier:
             if first[k] < 0 and tail.endswith(probe):
                 first[k] = len(body)
         if found and any(not found.isdisjoint(plan.literals.literals) for plan in plans):
-            return None
+            return None, found
         title_end = first[0]
         title = title_of(body[title_end - 6 : title_end + 1300].lower()) if title_end >= 0 else b""
         if title and self._title_hit(plans, title):
-            return None
+            return None, found
         # _structural (small pages): no cue literal, no phrase that could be in the title or text.
         if small and (
             first[last] >= 0 or not found.isdisjoint(self._cue_literals) or self._phrase_end.search(tail) is not None
         ):
-            return None
+            return None, found
         script, start = first[1], first[2]
-        return _Facts(script - 7 if script >= 0 else -1, start - 5 if start >= 0 else -1)
+        return _Facts(script - 7 if script >= 0 else -1, start - 5 if start >= 0 else -1), found
 
     # ---------------------------------------------------------- failures
 
