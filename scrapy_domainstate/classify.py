@@ -681,6 +681,7 @@ class Classifier:
         # With hyperscan, the usual page (no marker, no cue) is told from one case-insensitive
         # pass over its raw bytes (see _fast_facts); built at first use.
         self._fast: dict[bool, PatternScanner] | None = {} if self.scanner.engine == "hyperscan" else None
+        self._links: PatternScanner | None = None
 
     @staticmethod
     def _cues(
@@ -1101,7 +1102,13 @@ class Classifier:
                 self._title_regexes[key] = regex
         return regex.search(title) is not None
 
-    def _sort_matches(self, body: bytes, matches: list[tuple[int, int]]) -> tuple[set[bytes], list[int]]:
+    def _many_links(self, body: bytes) -> bool:
+        """``_links_at_least(low, INTERSTITIAL_MAX_LINKS)`` on the view, by a pass that stops there."""
+        if self._links is None:
+            self._links = PatternScanner([(b"<a ", True)], max_matches=INTERSTITIAL_MAX_LINKS - 1)
+        return self._links.scan(memoryview(body)[: self.scan_bytes]) is None
+
+    def _sort_matches(self, body: bytes, n: int, matches: list[tuple[int, int]]) -> tuple[set[bytes], list[int]]:
         """The literals found, the end of the first match of each probe (the last entry: of any
         phrase word; ``-1``: none); the contact places go to :func:`contacts.share_places`."""
         literals = self.scanner.literals
@@ -1122,29 +1129,34 @@ class Classifier:
                 places.append((ident - base, end))
             elif first[last] < 0:
                 first[last] = end
-        contacts.share_places(body, places)
+        contacts.share_places(body, n, places)
         return found, first
 
     def _fast_plans(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Plan, ...] | None:
         """The plans ``_antibot`` may use for ``body`` when the fast path can answer for them."""
         size = len(body)
-        if not size or size > self.scan_bytes:
+        if not size or _is_binary(hdrs.get("content-type", ""), body[:1024].lower()):
             return None
-        if _is_binary(hdrs.get("content-type", ""), body[:1024].lower()):
+        longer = size > self.scan_bytes
+        # A body longer than the view is read further (_extend) unless its view has 10 links.
+        if longer and not self._many_links(body):
             return None
         small = size <= SMALL_PAGE
         # A long page is read with the small-page markers too when it shows little (_Shape):
-        # answer only when neither set fires.
+        # answer only when neither set fires (not when its view has 10 links: never small).
         plans: tuple[_Plan, ...] = (self._plan(status, small, True),)
-        if not small and status not in BLOCK_STATUSES:
+        if not small and not longer and status not in BLOCK_STATUSES:
             plans += (self._plan(status, True, True),)
         if any(plan.has_status for plan in plans):
             return None
         if not (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY)):
-            # Marker headers (a CDN's on every page): fine as long as no header marker fires.
+            # Marker headers (a CDN's on every page): fine as long as no header marker fires,
+            # and a long page then goes on to the structural check unless it has 10 links.
             for plan in plans:
                 if any(c.kind == "header" and self._header_hit(c, hdrs) for c in plan.headless):
                     return None
+            if len(plans) > 1 and not self._many_links(body):
+                return None
         return plans
 
     def _fast_facts(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Facts | None, set[bytes] | None]:
@@ -1156,20 +1168,21 @@ class Classifier:
         if plans is None:
             return None, None
         small = len(body) <= SMALL_PAGE
-        matches = self._fast_scanner(small).scan(body)
+        n = min(len(body), self.scan_bytes)
+        matches = self._fast_scanner(small).scan(body if n == len(body) else memoryview(body)[:n])
         if matches is None:
             return None, None
-        found, first = self._sort_matches(body, matches)
+        found, first = self._sort_matches(body, n, matches)
         last = len(_FAST_PROBES)
         # Hyperscan's single-match mode may miss a match that ends the buffer: check there.
-        tail = body[-_PROBE_TAIL:].lower()
+        tail = body[max(0, n - _PROBE_TAIL) : n].lower()
         for k, probe in enumerate(_FAST_PROBES):
             if first[k] < 0 and tail.endswith(probe):
-                first[k] = len(body)
+                first[k] = n
         if found and any(not found.isdisjoint(plan.literals.literals) for plan in plans):
             return None, found
         title_end = first[0]
-        title = title_of(body[title_end - 6 : title_end + 1300].lower()) if title_end >= 0 else b""
+        title = title_of(body[title_end - 6 : min(n, title_end + 1300)].lower()) if title_end >= 0 else b""
         if title and self._title_hit(plans, title):
             return None, found
         # _structural (small pages): no cue literal, no phrase that could be in the title or text.

@@ -430,16 +430,16 @@ def _pattern_scanner() -> PatternScanner:
     return _PATTERN_SCANNER
 
 
-#: The places the classifier's pass found in the last body it read (whole): (body, places).
-_SHARED: tuple[bytes, list[tuple[int, int]]] | None = None
+#: The places the classifier's pass found in the last body it read: (body, bytes read, places).
+_SHARED: tuple[bytes, int, list[tuple[int, int]]] | None = None
 
 
-def share_places(body: bytes, places: list[tuple[int, int]]) -> None:
-    """Hand over the places of :data:`CONTACT_PATTERNS` found in the whole of ``body`` by
-    another pass (the classifier's), for the :func:`has_contact` call on the same body that
-    follows (a one-entry memo keyed by the body object, as :func:`~.textscan.lowered`)."""
+def share_places(body: bytes, n: int, places: list[tuple[int, int]]) -> None:
+    """Hand over the places of :data:`CONTACT_PATTERNS` found in ``body[:n]`` by another pass
+    (the classifier's), for the :func:`has_contact` call on the same body that follows (a
+    one-entry memo keyed by the body object, as :func:`~.textscan.lowered`)."""
     global _SHARED
-    _SHARED = (body, places)
+    _SHARED = (body, n, places)
 
 
 def _has_contact_fast(body: bytes, limit: int) -> bool | None:
@@ -451,8 +451,8 @@ def _has_contact_fast(body: bytes, limit: int) -> bool | None:
     if body.find(b"\x00", 0, min(n, 1024)) >= 0:  # binary: nothing to read
         return False
     shared = _SHARED
-    if shared is not None and shared[0] is body and n == len(body):
-        places: list[tuple[int, int]] | None = shared[1]
+    if shared is not None and shared[0] is body and shared[1] == n:
+        places: list[tuple[int, int]] | None = shared[2]
     else:
         places = _pattern_scanner().scan(memoryview(body)[:n] if n < len(body) else body)
     if places is None:

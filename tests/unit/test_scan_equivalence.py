@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_domainstate import contacts
@@ -721,13 +721,15 @@ def classify_pages(draw: st.DrawFn) -> bytes:
 
 
 @needs_hyperscan
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(classify_pages(), st.sampled_from(_STATUSES), st.sampled_from(range(len(_HEADERS))))
 @example(b"<p>x</p><title>just a moment", 200, 0)
 @example(b"<title>" + b"x" * 700 + b"Attention Required! | Cloudflare</title>" + b" " * 40_000, 200, 1)
 @example(b"<title>" + b"x" * 200 + b"Attention Required! | Cloudflare" + b" " * 40_000, 200, 1)
 @example(b"<title " + b"x" * 190 + b">Attention Required! | Cloudflare" + b" " * 40_000, 200, 1)
 @example(b" " * 40_000 + b"<title>Attention Required! | Cloudflare", 200, 1)
+@example(b" " * 33000 + b"<title>just a moment", 200, 3)
+@example(b"<a href='/x'>x</a> " * 1800 + b"<title>just a moment", 200, 3)
 @example(b"<p>x</p><SCRIPT", 200, 1)
 @example(b"<p>x</p> Verify you are human", 200, 1)
 @example(b"<body>" + b"<script>x</script>" * 10 + b"<p>" + b"w " * 40, 200, 1)
