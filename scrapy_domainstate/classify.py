@@ -13,6 +13,12 @@ the vendor markers of :mod:`scrapy_domainstate.markers` (hard blocks first), the
 structure of an interstitial (little text, few links, and a verification phrase, a captcha
 widget or a lone challenge script), always soft. All literals come from one scan
 (:class:`~scrapy_domainstate.textscan.LiteralScanner`: hyperscan when installed).
+
+With hyperscan, :meth:`Classifier.response` first makes one case-insensitive pass over the raw
+bytes (markers, cues, the longest word of each verification phrase, the first ``<title``,
+``<script`` and ``<body``, and the contact scan's places): when it shows that no rule can fire,
+the answer comes from it without a lowercase copy or a visible-text pass; otherwise the full
+path runs (with the literals the pass found). Both engines give the same verdicts.
 """
 
 from __future__ import annotations
@@ -1024,9 +1030,7 @@ class Classifier:
         try:
             status = int(status)
             hdrs = self._headers(headers)
-            facts, found = (
-                self._fast_facts(status, hdrs, body) if self._fast is not None and type(body) is bytes else (None, None)
-            )
+            facts, found = self._try_fast(status, hdrs, body) if self._fast is not None else (None, None)
             if facts is not None:  # no marker and no cue: not an anti-bot answer
                 low, size, verdict = None, len(body), None
             else:
@@ -1090,6 +1094,15 @@ class Classifier:
             assert self._fast is not None
             self._fast[small] = scanner
         return scanner
+
+    def _try_fast(self, status: int, hdrs: Mapping[str, str], body: Any) -> tuple[_Facts | None, set[bytes] | None]:
+        if type(body) is not bytes:
+            return None, None
+        try:
+            return self._fast_facts(status, hdrs, body)
+        except Exception:  # never expected (a pattern hyperscan refuses?): the full path, from now on
+            self._fast = None
+            return None, None
 
     def _title_hit(self, plans: tuple[_Plan, ...], title: bytes) -> bool:
         """Whether ``title`` holds a title pattern of one of ``plans`` (one regex search)."""

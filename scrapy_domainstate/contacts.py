@@ -15,7 +15,11 @@ whole page. It leans towards missing a contact rather than inventing one:
   Instagram, YouTube (@handle/channel/c/user), TikTok (@handle) and GitHub; share, intent,
   sharer, plugin, login and home links, and links to posts rather than profiles, do not.
 
-Pure: bytes or str in, no I/O.
+With hyperscan installed, :func:`has_contact` reads a bytes body in one pass over its raw bytes
+(no lowercase copy): the pass finds where a contact of each kind could be, and the same checks
+run there only, on a small lowercased window. When the classifier has just read the same body,
+its pass found those places already (:func:`share_places`). :func:`find_contacts` and bodies of
+other types take the plain scans. Pure: bytes or str in, no I/O.
 """
 
 from __future__ import annotations

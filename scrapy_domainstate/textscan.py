@@ -8,6 +8,8 @@ Pure: bytes in, no I/O. Three jobs, used by the classifier and the contact scan:
 - :class:`LiteralScanner`: which of a fixed set of lowercase literals occur in a view. With the
   optional ``hyperscan`` package it is one automaton pass; without it, a few ``bytes.find``
   passes over shared anchors (C-speed, no per-byte Python loop). Both give the same answer;
+- :class:`PatternScanner` (hyperscan only): where a few patterns match in the raw bytes, one
+  case-insensitive pass for the classifier's fast path and the contact scan together;
 - HTML structure helpers: the page title, the visible text of small pages, and the markup of a
   long page past the scanned prefix with ``<script>``/``<style>`` contents skipped (bounded).
 """

@@ -758,3 +758,17 @@ def test_classification_is_the_same_on_both_engines_on_real_pages() -> None:
                     code,
                     len(view),
                 )
+
+
+@needs_hyperscan
+def test_a_fast_path_that_fails_leaves_the_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = Classifier(engine="hyperscan")
+
+    def refuse(small: bool) -> None:
+        raise RuntimeError("pattern refused")
+
+    monkeypatch.setattr(fast, "_fast_scanner", refuse)
+    pure = Classifier(engine="pure")
+    for kind, body in overhead_pages().items():
+        assert fast.response(200, {}, body, "/", False) == pure.response(200, {}, body, "/", False), kind
+    assert fast._fast is None  # not tried again
