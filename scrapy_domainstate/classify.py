@@ -1160,17 +1160,18 @@ class Classifier:
         plans: tuple[_Plan, ...] = (self._plan(status, small, True),)
         if not small and not longer and status not in BLOCK_STATUSES:
             plans += (self._plan(status, True, True),)
-        if any(plan.has_status for plan in plans):
-            return None
-        if not (len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY)):
-            # Marker headers (a CDN's on every page): fine as long as no header marker fires,
-            # and a long page then goes on to the structural check unless it has 10 links.
-            for plan in plans:
-                if any(c.kind == "header" and self._header_hit(c, hdrs) for c in plan.headless):
-                    return None
-            if len(plans) > 1 and not self._many_links(body):
-                return None
-        return plans
+        return None if any(plan.has_status for plan in plans) else plans
+
+    def _headers_quiet(self, plans: tuple[_Plan, ...], hdrs: Mapping[str, str], body: bytes) -> bool:
+        """Whether the marker headers (a CDN's on every page) leave the answer to the body: no
+        header marker fires, and a long page (which then goes on to the structural check unless
+        it has 10 links) has 10 links."""
+        if len(hdrs) == 0 or (self._clean_content_type and hdrs.keys() == _CT_ONLY):
+            return True
+        for plan in plans:
+            if any(c.kind == "header" and self._header_hit(c, hdrs) for c in plan.headless):
+                return False
+        return len(plans) == 1 or self._many_links(body)
 
     def _fast_facts(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Facts | None, set[bytes] | None]:
         """The facts the response checks need, when one pass over the raw bytes shows that no
@@ -1202,6 +1203,8 @@ class Classifier:
         if small and (
             first[last] >= 0 or not found.isdisjoint(self._cue_literals) or self._phrase_end.search(tail) is not None
         ):
+            return None, found
+        if not self._headers_quiet(plans, hdrs, body):
             return None, found
         script, start = first[1], first[2]
         return _Facts(script - 7 if script >= 0 else -1, start - 5 if start >= 0 else -1), found
