@@ -1096,7 +1096,9 @@ class Classifier:
         return scanner
 
     def _try_fast(self, status: int, hdrs: Mapping[str, str], body: Any) -> tuple[_Facts | None, set[bytes] | None]:
-        if type(body) is not bytes:
+        # Error statuses (where walls answer, and whose pages are never scanned for contacts)
+        # go the full way at once: the fast pass would mostly find a marker and decline.
+        if type(body) is not bytes or status >= 400:
             return None, None
         try:
             return self._fast_facts(status, hdrs, body)
