@@ -117,27 +117,34 @@ def choose_anchors(literals: Iterable[bytes]) -> Groups:
     occurrence of the literal (each one contains that occurrence of the anchor).
     """
     remaining = set(literals)
+    # Each literal's candidate anchors, and whether each candidate holds a common word, are
+    # worked out once (not again on every round of the greedy choice).
+    subs_of = {lit: _anchor_candidates(lit) for lit in remaining}
+    common = {sub: any(w in sub for w in _COMMON_WORDS) for subs in subs_of.values() for sub in subs}
     groups = []
     while remaining:
         counts: Counter[bytes] = Counter()
         for lit in remaining:
-            if len(lit) <= _ANCHOR_MIN:
-                counts[lit] += 1
-                continue
-            subs = {
-                lit[i : i + size]
-                for size in range(_ANCHOR_MIN, min(len(lit), _ANCHOR_MAX) + 1)
-                for i in range(len(lit) - size + 1)
-            }
-            counts.update(subs)
+            counts.update(subs_of[lit])
         # Substrings that ordinary pages are full of make slow anchors (a find pass that
         # stops every few hundred bytes): a literal keeps them only when it has nothing else.
-        rare = [a for a in counts if not any(w in a for w in _COMMON_WORDS)] or list(counts)
+        rare = [a for a in counts if not common[a]] or list(counts)
         best = max(rare, key=lambda s: (counts[s], len(s), s))
         members = sorted(lit for lit in remaining if best in lit)
         groups.append((best, tuple((lit, lit.index(best)) for lit in members)))
         remaining.difference_update(members)
     return tuple(groups)
+
+
+def _anchor_candidates(lit: bytes) -> frozenset[bytes]:
+    """The substrings of ``lit`` that may anchor it (``lit`` itself when it is short)."""
+    if len(lit) <= _ANCHOR_MIN:
+        return frozenset((lit,))
+    return frozenset(
+        lit[i : i + size]
+        for size in range(_ANCHOR_MIN, min(len(lit), _ANCHOR_MAX) + 1)
+        for i in range(len(lit) - size + 1)
+    )
 
 
 def scan_groups(low: bytes, groups: Groups) -> set[bytes]:
@@ -185,7 +192,9 @@ class LiteralScanner:
             raise ValueError("the 'hyperscan' engine needs the hyperscan package (pip install hyperscan)")
         use_hs = _hs is not None and engine != "pure" and bool(self.literals)
         self.engine = "hyperscan" if use_hs else "pure"
-        self._groups = choose_anchors(self.literals)
+        # The pure scan's anchors: with hyperscan only needed when a page overflows the
+        # automaton's match budget (rare), so they are chosen then, not at start-up.
+        self._groups: Groups | None = None if use_hs else choose_anchors(self.literals)
         self._db: Any = None
         if use_hs:
             assert _hs is not None
@@ -203,6 +212,11 @@ class LiteralScanner:
             )
             self._db = db
 
+    def _all_groups(self) -> Groups:
+        if self._groups is None:
+            self._groups = choose_anchors(self.literals)
+        return self._groups
+
     def subset(self, literals: Iterable[bytes]) -> Subset:
         """A subset of this scanner's literals, prepared for :meth:`scan`."""
         chosen = frozenset(literals) & frozenset(self.literals)
@@ -213,12 +227,12 @@ class LiteralScanner:
         if not low or not self.literals:
             return set()
         if self._db is None:
-            return scan_groups(low, subset.groups if subset is not None else self._groups)
+            return scan_groups(low, subset.groups if subset is not None else self._all_groups())
         hits: list[int] = []
         with contextlib.suppress(_hs.ScanTerminated):  # the handler stopped it (see _collect)
             self._db.scan(low, match_event_handler=_collect, context=hits)
         if len(hits) >= _MAX_CALLBACKS:  # a page full of one literal: the bounded pure scan
-            found = scan_groups(low, self._groups)
+            found = scan_groups(low, self._all_groups())
         else:
             literals = self.literals
             found = {literals[i] for i in hits}
