@@ -35,7 +35,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 
 from .config import ConfigError
@@ -186,7 +185,11 @@ class BrowserRoute:
 
     def reaches(self, request: Request) -> bool:
         """Would this request, given the browser meta, be downloaded by a browser?"""
-        return self.enabled and urlparse_cached(request).scheme in self.schemes
+        if self.meta is None or not self.schemes:
+            return False
+        # Scrapy keeps URLs with a lowercase scheme (``safe_url_string``): no parse needed.
+        url = request.url
+        return url[: url.find(":")] in self.schemes
 
     def has_meta(self, request: Request) -> bool:
         """The request carries the browser meta (sent to the browser by the plugin or the user)."""
