@@ -297,10 +297,6 @@ class DomainStateManager:
     def key(self, url: str) -> str:
         return domain_key(url, self.config.per_hostname)
 
-    def is_browser(self, request: Request) -> bool:
-        """The request carries the browser meta and a browser handler answers it."""
-        return self.browser.has_meta(request) and self.browser.reaches(request)
-
     def _decide(self, domain: str, now: float, host: str | None = None) -> tuple[Decision, State, float | None]:
         """The decision for ``domain``; with ``host`` (the URL's :func:`~.keys.host_fact_key`), also
         that host's facts (a host that is neither the registrable domain nor its ``www.`` has

@@ -143,8 +143,6 @@ _STATES = list(State)
 _METHODS = list(Method)
 _OUTCOMES = list(Outcome)
 _STATE_CODE = {s: i for i, s in enumerate(_STATES)}
-_METHOD_CODE = {m: i for i, m in enumerate(_METHODS)}
-_OUTCOME_CODE = {o: i for i, o in enumerate(_OUTCOMES)}
 #: entry code byte -> (method, outcome)
 _CODES = {(mi << 4) | oi: (m, o) for mi, m in enumerate(_METHODS) for oi, o in enumerate(_OUTCOMES)}
 
