@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from twisted.internet.defer import CancelledError, Deferred
 
@@ -142,8 +142,3 @@ class SendGate:
                 place.held = False
                 if not waiter.called:
                     waiter.errback(CancelledError("domainstate: the crawl is closing"))
-
-    @staticmethod
-    def has_place(request: Any) -> bool:
-        place = request.meta.get(META_GATE)
-        return isinstance(place, _Place) and place.held

@@ -28,8 +28,8 @@ from typing import Any, TextIO
 
 from ._time import parse_duration
 from .config import DEFAULT_TTL
-from .keys import MAX_KEY_BYTES, domain_key, host_of
-from .record import MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
+from .keys import _DIGEST_CHARS, MAX_KEY_BYTES, domain_key, host_of
+from .record import _U32, MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
 
 __all__ = ["COLUMNS", "EXPORTED_COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
 
@@ -48,12 +48,9 @@ _VALID_METHODS = ", ".join(m.value for m in Method)
 _VALID_OUTCOMES = ", ".join(o.value for o in Outcome)
 #: Limits of the binary record (``record.encode``): counters and offsets are u32,
 #: a status is u16, an error class at most 255 bytes, at most 255 recent entries.
-_U32 = 0xFFFFFFFF
 _MAX_STATUS = 0xFFFF
 _MAX_ERROR_BYTES = 255
 _MAX_RECENT = 255
-#: Hex digits after the '#' of a shortened key (keys._DIGEST_CHARS).
-_DIGEST_CHARS = 16
 _METHOD_OF = {m.value: m for m in Method}
 _OUTCOME_OF = {o.value: o for o in Outcome}
 _ENTRY_KEYS = frozenset({"at", "method", "outcome", "status", "error_class"})

@@ -16,7 +16,7 @@ from ..record import DomainStat
 from ..store import DomainStore
 from .limits import Limits
 from .validation import ApiError
-from .votes import VoteTable, compute_consensus
+from .votes import Consensus, VoteTable, compute_consensus
 
 __all__ = ["DomainStateService"]
 
@@ -107,11 +107,7 @@ class DomainStateService:
 
     def lookup(self, domains: list[str]) -> dict[str, Any]:
         now = self.clock()
-        answers = {}
-        for domain, votes in self.votes.votes(domains).items():
-            verdict = compute_consensus(votes, self.config.ttl, now, self.limits.max_vote_age)
-            if verdict is not None:
-                answers[domain] = verdict.as_json()
+        answers = {d: v.as_json() for d, v in self._verdicts(domains, now) if v is not None}
         self.counters["domains_looked_up"] += len(domains)
         self.counters["domains_known"] += len(answers)
         return {"domains": answers}
@@ -126,11 +122,15 @@ class DomainStateService:
         self._mirror({r["domain"] for r in reports}, now)
         return {"accepted": accepted}
 
+    def _verdicts(self, domains: list[str], now: float) -> list[tuple[str, Consensus | None]]:
+        """Each domain's consensus at ``now`` (``None``: no verdict), from the votes kept."""
+        ttl, max_age = self.config.ttl, self.limits.max_vote_age
+        return [(d, compute_consensus(v, ttl, now, max_age)) for d, v in self.votes.votes(domains).items()]
+
     def _mirror(self, domains: set[str], now: float) -> None:
         """Write the consensus of ``domains`` into the store (best effort)."""
         try:
-            for domain, votes in self.votes.votes(sorted(domains)).items():
-                verdict = compute_consensus(votes, self.config.ttl, now, self.limits.max_vote_age)
+            for domain, verdict in self._verdicts(sorted(domains), now):
                 if verdict is None:
                     self.store.delete(domain)
                     continue
