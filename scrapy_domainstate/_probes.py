@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .classify import Classifier, Verdict
 
-__all__ = ["META_PROBE", "ProbeGate", "probe_request", "send_probe"]
+__all__ = ["META_PROBE", "LeadGate", "ProbeGate", "probe_request", "send_probe"]
 
 #: Request meta key of the plugin's own HEAD probes.
 META_PROBE = "domainstate_probe"
@@ -76,6 +76,67 @@ class ProbeGate:
 
     def _timed_out(self, result: Any, timeout: float) -> None:
         self._on_timeout()
+
+
+class LeadGate:
+    """A domain's first request of a crawl goes alone (docs/SPEC.md section 2, "the probe").
+
+    The first request takes the lead (:meth:`take`); the domain's other requests :meth:`wait` (each
+    at most ``timeout`` seconds) until its outcome is recorded (:meth:`release`). An
+    outcome that opens the domain (anything but a dead signal) lets every request go from then
+    on; after a dead signal the next request leads in turn (it confirms the signal or clears
+    it), so a dead domain costs two requests and its other pages are never sent. The canary of
+    an ``antibot-hard`` domain leads the same way. State for one crawl (one visit).
+    """
+
+    def __init__(self, timeout: float, on_wait: Callable[[], None], on_timeout: Callable[[], None]) -> None:
+        self.timeout = timeout
+        self._on_wait = on_wait
+        self._on_timeout = on_timeout
+        self._open: set[str] = set()
+        self._busy: dict[str, list[Deferred[None]]] = {}
+
+    def is_open(self, domain: str) -> bool:
+        return domain in self._open
+
+    def busy(self, domain: str) -> bool:
+        """A lead of ``domain`` is in flight."""
+        return domain in self._busy
+
+    def take(self, domain: str) -> None:
+        self._busy.setdefault(domain, [])
+
+    def open(self, domain: str) -> None:
+        """Let every request of ``domain`` go, without a lead (a domain decided otherwise)."""
+        self._open.add(domain)
+
+    def release(self, domain: str, opened: bool) -> None:
+        """The lead's outcome is recorded: wake the requests waiting for it."""
+        if opened:
+            self._open.add(domain)
+        for waiting in self._busy.pop(domain, ()):
+            if not waiting.called:
+                waiting.callback(None)
+
+    async def wait(self, domain: str) -> None:
+        """Wait for the lead's outcome; when it takes longer than ``timeout``, the domain opens
+        (its requests go as decided, none waits for that lead again)."""
+        from twisted.internet import reactor
+
+        waiter: Deferred[None] = Deferred()
+        self._busy.setdefault(domain, []).append(waiter)
+        self._on_wait()
+
+        def timed_out(result: Any, timeout: float) -> None:
+            self._on_timeout()
+            self.release(domain, True)
+
+        waiter.addTimeout(self.timeout, reactor, onTimeoutCancel=timed_out)
+        await maybe_deferred_to_future(waiter)
+
+    def close(self) -> None:
+        for domain in list(self._busy):
+            self.release(domain, True)
 
 
 def probe_request(request: Request, timeout: float) -> Request:

@@ -89,7 +89,7 @@ EXTENDED_SCAN_CAP = 1 << 20
 #: Grace for a certificate's ``notBefore`` against a slightly slow local clock.
 CERT_NOT_BEFORE_GRACE = 3600.0
 
-_SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY})
+_SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY, Outcome.NAVIGATION})
 _CT_ONLY = {"content-type": ""}.keys()
 #: status -> the plain ``ok-empty`` verdict (immutable, so shared).
 _OK_EMPTY: dict[int, Verdict] = {}
@@ -127,7 +127,7 @@ class Verdict:
 
     @property
     def success(self) -> bool:
-        """The page was fetched (``ok-contact`` or ``ok-empty``)."""
+        """The page was fetched (``ok-contact``, ``ok-empty`` or ``navigation``)."""
         return self.outcome in _SUCCESS
 
     @property

@@ -369,9 +369,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _s(
         "DOMAINSTATE_COLD_THRESHOLD",
-        5,
+        10,
         "int",
-        "Consecutive ok-empty outcomes that make a domain cold.",
+        "Consecutive ok-empty outcomes (navigation pages aside) that make a never-useful domain cold.",
         parse=_int(1),
         at_most=_IN_RECENT,
     ),
@@ -410,11 +410,19 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DOMAINSTATE_RECENT_SIZE", 20, "int", "Entries kept in a record's recent history (FIFO).", parse=_int(1, 255)),
     _s(
         "DOMAINSTATE_DEAD_HOLD",
-        DAY,
+        12 * 3600.0,
         "duration",
         "How long one visit's dead signals keep a domain dead (at most DOMAINSTATE_TTL['dead']).",
         parse=_duration(1.0),
         example='"12h"',
+    ),
+    _s(
+        "DOMAINSTATE_COLD_CONFIRM_AFTER",
+        3600.0,
+        "duration",
+        "How long a never-useful domain must have been known before its empty streak makes it cold "
+        "(the streak spans at least two visits).",
+        example='"6h"',
     ),
     _s(
         "DOMAINSTATE_DEAD_CONFIRM_AFTER",
@@ -455,10 +463,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _s(
         "DOMAINSTATE_FRIENDLY_FALLBACK",
-        False,
+        True,
         "bool",
         "Re-issue a friendly domain's failed fetch in the browser when a browser can fix it (timeouts, 503, "
-        "challenges); off: friendly is fetch only, as the state table says.",
+        "challenges); off: friendly is fetch only (the seed's reading; it loses the pages a render fixes).",
     ),
     _s(
         "DOMAINSTATE_RENEWAL_CLEARS_RECENT",
@@ -480,7 +488,20 @@ SETTINGS: tuple[Setting, ...] = (
         "Cap on stored domains; the least recently seen are evicted.",
         parse=_int(1),
     ),
-    _s("DOMAINSTATE_HEAD_PROBE", True, "bool", "Probe unknown domains with one HEAD request first."),
+    _s(
+        "DOMAINSTATE_HEAD_PROBE",
+        False,
+        "bool",
+        "Probe unknown domains with one HEAD request first (the seed's pipeline; off: the first request "
+        "is the probe, see DOMAINSTATE_PROBE_ALONE).",
+    ),
+    _s(
+        "DOMAINSTATE_PROBE_ALONE",
+        True,
+        "bool",
+        "An unknown domain's first request of a crawl goes alone, as its probe: the domain's other requests "
+        "wait for its outcome (at most DOMAINSTATE_PROBE_TIMEOUT); its dead signal holds them for the crawl.",
+    ),
     _s(
         "DOMAINSTATE_BROWSER_META",
         {"playwright": True},
@@ -540,7 +561,8 @@ SETTINGS: tuple[Setting, ...] = (
         "DOMAINSTATE_PROBE_TIMEOUT",
         15.0,
         "duration",
-        "How long a HEAD probe may take before requests stop waiting for it.",
+        "How long the domain's other requests wait for its probe (the first request sent alone, or the "
+        "HEAD) or canary before they go on.",
         parse=_duration(0.001),
     ),
     _s(
@@ -645,6 +667,7 @@ class Config:
     friendly_demote: int = FROM_TABLE
     recent_size: int = FROM_TABLE
     dead_hold: float = FROM_TABLE
+    cold_confirm_after: float = FROM_TABLE
     dead_confirm_after: float = FROM_TABLE
     dead_ttl_max: float = FROM_TABLE
     friendly_min_window: int = FROM_TABLE
@@ -655,6 +678,7 @@ class Config:
     url_dead_ttl: float = FROM_TABLE
     max_domains: int = FROM_TABLE
     head_probe: bool = FROM_TABLE
+    probe_alone: bool = FROM_TABLE
     browser_meta: Mapping[str, Any] | None = FROM_TABLE
     browser_rendered: str = FROM_TABLE
     browser_challenge_wait: float = FROM_TABLE

@@ -89,6 +89,14 @@ class CrawlSummary:
     browser_direct: int = 0
     forced: int = 0
     retries: int = 0
+    #: Pages judged useful (contacts, items, or the callable's yes), fetched or rendered.
+    useful: int = 0
+    #: Item-less pages that led on to the same site (``navigation``: neither useful nor empty).
+    navigation: int = 0
+    #: Canaries: the one plain fetch per crawl to an ``antibot-hard`` domain.
+    canaries: int = 0
+    #: Renders of ``antibot-hard`` domains that did not get a page.
+    hard_renders_failed: int = 0
 
     # ----------------------------------------------------------- derived
 
@@ -157,6 +165,10 @@ class CrawlSummary:
             browser_direct=max(0, _int(stats, "decision/browser") - _int(stats, "skip/antibot-hard")),
             forced=_int(stats, "forced"),
             retries=_int(stats, "repeat/retry"),
+            useful=_int(stats, "outcome/ok-contact"),
+            navigation=_int(stats, "outcome/navigation"),
+            canaries=_int(stats, "canary"),
+            hard_renders_failed=_int(stats, "hard_render_failed"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -181,6 +193,10 @@ class CrawlSummary:
                 browser_direct=int(data.get("browser_direct", 0)),
                 forced=int(data.get("forced", 0)),
                 retries=int(data.get("retries", 0)),
+                useful=int(data.get("useful", 0)),
+                navigation=int(data.get("navigation", 0)),
+                canaries=int(data.get("canaries", 0)),
+                hard_renders_failed=int(data.get("hard_renders_failed", 0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a crawl summary: {exc}") from None
@@ -202,6 +218,7 @@ class CrawlSummary:
         return (
             "scrapy-domainstate: %s domains touched (%s); %s state changes (%s); requests sent %s "
             "(%s probes, %s renders, %s browser re-issues, %s retries); %s skipped (%s); %s from the HTTP cache; "
+            "%s useful pages, %s navigation pages; antibot-hard: %s canaries, %s failed renders; "
             "against plain fetch-with-fallback this %s",
             (
                 f"{sum(self.domains.values()):,}",
@@ -216,6 +233,10 @@ class CrawlSummary:
                 f"{self.requests_skipped:,}",
                 fmt(self.skipped),
                 f"{self.cached:,}",
+                f"{self.useful:,}",
+                f"{self.navigation:,}",
+                f"{self.canaries:,}",
+                f"{self.hard_renders_failed:,}",
                 verdict,
             ),
         )

@@ -49,6 +49,8 @@ __all__ = [
     "host_of",
     "is_domain_key",
     "is_site_root",
+    "purpose_key",
+    "purpose_of_key",
     "request_keys",
 ]
 
@@ -377,3 +379,30 @@ def is_domain_key(text: object) -> bool:
         except ValueError:
             return False
     return all(_LABEL_RE.fullmatch(label) for label in text.split("."))
+
+
+#: Between a site key and the purpose of a worth record (never in a normalised host or key).
+PURPOSE_SEP = "|"
+_PURPOSE_MAX = 32
+
+
+def purpose_key(key: str, purpose: str) -> str:
+    """The key of the record that keeps what a site is *worth* to one purpose (docs/SPEC.md
+    section 3): the usefulness behind ``cold`` and ``friendly`` of a spider whose outcome
+    source is ``purpose`` (``"items"`` or a callable's dotted path), beside the site's shared
+    record ``key``. A purpose longer than 32 characters is named by a digest.
+
+    >>> purpose_key("example.com", "items")
+    'example.com|items'
+    >>> purpose_of_key("example.com|items"), purpose_of_key("example.com")
+    (('example.com', 'items'), None)
+    """
+    if len(purpose) > _PURPOSE_MAX:
+        purpose = "h" + hashlib.sha1(purpose.encode("utf-8")).hexdigest()[:_DIGEST_CHARS]
+    return f"{key}{PURPOSE_SEP}{purpose}"
+
+
+def purpose_of_key(key: str) -> tuple[str, str] | None:
+    """``(site key, purpose)`` of a :func:`purpose_key`, or ``None`` for a site's own key."""
+    site, sep, purpose = key.rpartition(PURPOSE_SEP)
+    return (site, purpose) if sep and site and purpose else None

@@ -39,8 +39,8 @@ from . import _routing as routing
 from ._adoption import adopt
 from ._browser import BrowserRoute, wake_shell_engine
 from ._deadurls import DeadUrls
-from ._outcomes import META_OUTCOME, OutcomeSource
-from ._probes import META_PROBE, ProbeGate, probe_request, send_probe
+from ._outcomes import CALLBACK, META_OUTCOME, OutcomeSource
+from ._probes import META_PROBE, LeadGate, ProbeGate, probe_request, send_probe
 from ._sendgate import SendGate
 from ._startup import startup_message
 from ._switch import off_reason, report_off
@@ -48,7 +48,7 @@ from ._telemetry import Telemetry
 from .classify import Classifier, Verdict
 from .config import Config, ConfigError, log_unknown_settings
 from .crawllog import CrawlSummary, append_crawl
-from .keys import domain_key, host_fact_key, host_of, is_site_root, request_keys
+from .keys import domain_key, host_fact_key, host_of, is_site_root, purpose_key, request_keys
 from .policy import Decision, Policy, Transition
 from .record import DomainStat, Method, Outcome, RecentEntry, State
 from .store import DomainStore, create_store
@@ -77,12 +77,19 @@ META_REPEAT = "_domainstate_repeat"
 #: The URL of a browser re-issue of a plain fetch that got a script-only shell (its render
 #: is the evidence that teaches the domain it needs the browser).
 META_AFTER_SHELL = "_domainstate_after_shell"
+#: The URL of a request that leads its domain (its probe, or an antibot-hard domain's canary):
+#: the domain's other requests wait for its outcome (:class:`._probes.LeadGate`).
+META_LEAD = "_domainstate_lead"
+#: Set on a lead whose outcome was a dead signal (the next request leads in turn).
+META_LEAD_DEAD = "_domainstate_lead_dead"
 #: Meta this plugin writes for one download; dropped from a request before it is decided.
-_PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING, META_REPEAT)
+_PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING, META_REPEAT, META_LEAD, META_LEAD_DEAD)
 _UNDECIDED = ("skip", None)
 _REPORTED = (State.DEAD, State.ANTIBOT_HARD)
 _FTB = Decision.FETCH_THEN_BROWSER.value
 _DEAD_STATUSES = (404, 410)
+#: What a fetched page was worth: kept per purpose (``items``, a callable), apart from the site.
+_WORTH = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY, Outcome.NAVIGATION})
 #: States whose requests wait for room in their download slot before they are decided.
 _LEARNING = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT})
 # The pure judgements of :mod:`._evidence`, memoised: their inputs are small immutable values
@@ -103,6 +110,8 @@ class DomainStateManager:
         self.classifier = Classifier(config)
         self.store: DomainStore = create_store(config, self.policy)
         self.outcomes = OutcomeSource(config)
+        #: ``items`` or a callable's path: this spider's usefulness lives in its own records.
+        self.purpose = self.outcomes.purpose
         self.telemetry = Telemetry(crawler, config.stats_per_domain)
         self.probes = ProbeGate(
             config.probe_timeout,
@@ -117,6 +126,15 @@ class DomainStateManager:
         self._froze = False
         self._cert_verdicts: dict[str, Verdict | None] = {}
         self._seen: set[str] = set()
+        #: antibot-hard domains whose canary (one plain fetch per crawl) was sent
+        self._canaries: set[str] = set()
+        self.leads = LeadGate(
+            config.probe_timeout,
+            on_wait=lambda: self.telemetry.inc("probe/waited"),
+            on_timeout=lambda: self.telemetry.inc("probe/wait_timeout"),
+        )
+        #: the first request of an unknown domain is its probe (no HEAD)
+        self._probe_alone = config.probe_alone and not config.head_probe
         #: domains this crawler asked the remote service about (first sight without a probe)
         self._asked: set[str] = set()
         self.browser = BrowserRoute.from_crawler(crawler, config, self.classifier)
@@ -184,6 +202,7 @@ class DomainStateManager:
             self._timer.stop()
         self._timer = None
         self.gate.close()
+        self.leads.close()
         if self._open_failed is not None:
             # A failed start closes the spider as "shutdown": say why (CoreStats set it first).
             self.stats.set_value("finish_reason", self._open_failed)
@@ -300,12 +319,17 @@ class DomainStateManager:
     def _decide(self, domain: str, now: float, host: str | None = None) -> tuple[Decision, State, float | None]:
         """The decision for ``domain``; with ``host`` (the URL's :func:`~.keys.host_fact_key`), also
         that host's facts (a host that is neither the registrable domain nor its ``www.`` has
-        its own dead/cold record)."""
+        its own dead/cold record). A spider with a purpose of its own (``items``, a callable)
+        also reads what the site is worth to it (:meth:`Policy.decide_with_worth`)."""
         try:
             decided = self.store.decide(domain, now)
-            if host is None:
+            if host is not None:
+                decided = Policy.decide_with_host(decided, self.store.decide(host, now))
+            if self.purpose is None:
                 return decided
-            return Policy.decide_with_host(decided, self.store.decide(host, now))
+            return self.policy.decide_with_worth(
+                decided, self.store.decide(purpose_key(host or domain, self.purpose), now)
+            )
         except Exception:
             self.telemetry.store_failed("read")
             return Decision.FETCH, State.UNKNOWN, None
@@ -352,13 +376,16 @@ class DomainStateManager:
             meta[META_REPEAT] = repeat
         return self._decide_now(request, domain, host, self._flags(request), admitted)
 
+    def _connect_left(self) -> None:
+        if not self._left_connected:
+            self._left_connected = True
+            self.crawler.signals.connect(self.request_left_downloader, signal=scrapy_signals.request_left_downloader)
+
     def _enter_gate(self, request: Request) -> Deferred[None] | None:
         """Wait here, not in the download slot's queue, so the request is decided when sent."""
         if not self._engine_running():
             return None
-        if not self._left_connected:
-            self._left_connected = True
-            self.crawler.signals.connect(self.request_left_downloader, signal=scrapy_signals.request_left_downloader)
+        self._connect_left()
         self.gate.leave(request)  # a retry's or a redirect's copy: the place of the original
         downloader = self.crawler.engine.downloader
         key = downloader.get_slot_key(request)
@@ -392,6 +419,10 @@ class DomainStateManager:
         requests waiting for it, after the response's own way back, where its outcome is
         recorded first."""
         self.gate.left(request, lambda leave, req: call_later(0, leave, req))
+        if request.meta.get(META_LEAD) == request.url:
+            # A lead whose response never comes back here (retried or redirected above this
+            # middleware): once its way back is over, the requests waiting for it go on.
+            call_later(0, self._release_lead, request)
 
     def _decide_now(
         self,
@@ -416,6 +447,17 @@ class DomainStateManager:
             waiter = self._enter_gate(request)
             if waiter is not None:
                 return self._decide_when_sent(waiter, request, domain, host, flags, admitted)
+        lead = self._lead(domain, state, decision, flags[0])
+        if lead is not None:
+            if lead:  # another request leads this domain: decide again once its outcome is in
+                return self._after_lead(request, domain, host, flags, admitted)
+            request.meta[META_LEAD] = request.url
+            if state is State.ANTIBOT_HARD:
+                # The visit's first request to a hard domain is a plain fetch (its canary): when it
+                # passes, the domain goes back to antibot-soft; when it fails, the browser retries it.
+                self._canaries.add(domain)
+                self.telemetry.inc("canary")
+                decision = Decision.FETCH_THEN_BROWSER
         # First sight of a domain: ask the fleet, with or without a HEAD probe to follow.
         # (a request that arrives while the answer is awaited waits for it, as for a probe)
         ask = (
@@ -429,6 +471,43 @@ class DomainStateManager:
             return self._probe_then_route(request, domain, host, flags, probe=route.probe)
         self._go(request, domain, route, state, expires)
         return None
+
+    def _lead(self, domain: str, state: State, decision: Decision, force: bool) -> bool | None:
+        """Whether this request leads its domain (False), waits for the lead's outcome (True), or
+        neither (None): the first request of an unknown domain (its probe, unless the HEAD probe is
+        on) and of an ``antibot-hard`` one (its canary) go alone."""
+        leads = self.leads
+        if force or leads.is_open(domain) or not self._engine_running():
+            return None
+        if state is State.UNKNOWN:
+            if not self._probe_alone or decision is not Decision.FETCH_THEN_BROWSER:
+                return None
+        elif state is not State.ANTIBOT_HARD or decision is not Decision.BROWSER or domain in self._canaries:
+            leads.open(domain)  # known: the domain's requests go as decided
+            return None
+        if leads.busy(domain):
+            return True
+        leads.take(domain)
+        self._connect_left()
+        return False
+
+    async def _after_lead(
+        self, request: Request, domain: str, host: str | None, flags: _Flags, admitted: routing.Route | None
+    ) -> None:
+        await self.leads.wait(domain)
+        pending = self._decide_now(request, domain, host, flags, admitted, gated=True)
+        if pending is not None:
+            await pending
+
+    def _release_lead(self, request: Request) -> None:
+        """The lead's outcome is in (or it will have none): the requests waiting for it go on."""
+        meta = request.meta
+        if meta.get(META_LEAD) != request.url:
+            return
+        del meta[META_LEAD]
+        out = meta.get(META_OUT)
+        if out:
+            self.leads.release(out["domain"], not meta.pop(META_LEAD_DEAD, False))
 
     def _robots_txt(self, request: Request, domain: str, host: str | None) -> None:
         """RobotsTxtMiddleware's download: none for a domain the plugin skips."""
@@ -477,7 +556,9 @@ class DomainStateManager:
             request.meta[META_DECISION] = route.decision._value_
         self._mark(request, domain, state, expires, route.method)
         if route.decision is not None:
-            self.telemetry.debug("%s %s: %s is %s", route.decision, request.url, domain, state)
+            # (without a browser route, a fetch-then-browser request is a plain fetch)
+            shown = route.decision if route.to_browser or self.browser.enabled else route.method
+            self.telemetry.debug("%s %s: %s is %s", shown, request.url, domain, state)
 
     async def _probe_then_route(
         self, request: Request, domain: str, host: str | None, flags: _Flags, probe: bool = True
@@ -527,15 +608,25 @@ class DomainStateManager:
         :meth:`Policy.domain_entry` says; the domain's record and transition are returned."""
         entry = RecentEntry(self.clock(), method, verdict.outcome, verdict.status, verdict.error_class)
         host = None if request is None else self._host_facts_key(request)
+        if verdict.outcome is Outcome.DEAD and request is not None and META_LEAD in request.meta:
+            request.meta[META_LEAD_DEAD] = True
+        if self.purpose is not None and entry.outcome in _WORTH:
+            # What the page was worth goes to this purpose's record; the site's shared record
+            # learns only that the page was fetched (alive, past any wall, rendered or not).
+            self._record_entry(purpose_key(host or domain, self.purpose), entry, verdict, request)
+            entry = RecentEntry(entry.at, method, Outcome.NAVIGATION, entry.status, entry.error_class)
+            counted = False
+        else:
+            counted = True
         if host is not None:
             to_host = Policy.host_entry(entry)
             if to_host is not None:
-                self._record_entry(host, to_host, verdict, request)
+                self._record_entry(host, to_host, verdict, request, counted)
             to_domain = Policy.domain_entry(entry)
             if to_domain is None:
                 return None
             entry = to_domain
-        return self._record_entry(domain, entry, verdict, request)
+        return self._record_entry(domain, entry, verdict, request, counted)
 
     def _host_facts_key(self, request: Request) -> str | None:
         """The request's :func:`~.keys.host_fact_key`, as worked out when it was decided."""
@@ -546,15 +637,18 @@ class DomainStateManager:
         return host_fact_key(request.url, self.config.per_hostname)
 
     def _record_entry(
-        self, domain: str, entry: RecentEntry, verdict: Verdict, request: Request | None
+        self, domain: str, entry: RecentEntry, verdict: Verdict, request: Request | None, counted: bool = True
     ) -> tuple[DomainStat, Transition | None] | None:
+        """Apply ``entry`` to one record; ``counted=False``: the outcome was counted (and
+        signalled) with the purpose's record already."""
         try:
             stat, transition = self.store.record(domain, entry)
         except Exception:
             self.telemetry.store_failed("write")
             return None
         telemetry = self.telemetry
-        telemetry.recorded(domain, entry, stat, request)
+        if counted:
+            telemetry.recorded(domain, entry, stat, request)
         if not self.store.pending:  # the store just flushed a batch: the stats follow it
             telemetry.publish()
         if transition is not None:
@@ -598,6 +692,8 @@ class DomainStateManager:
             return self._after_response(request, response)
         finally:
             self.gate.leave(request)
+            if META_PENDING not in request.meta:  # (else once the callback's outcome is recorded)
+                self._release_lead(request)
 
     def _after_response(self, request: Request, response: Response) -> Request | Response:
         meta = request.meta
@@ -627,15 +723,42 @@ class DomainStateManager:
         verdict, passed = evidence.response_verdict(
             self.classifier, facts.method, response.status, response.headers, response.body, response.url, facts.is_root
         )
+        certificate = None
         if verdict.outcome is not Outcome.ANTIBOT and response.url.startswith("https:"):
-            verdict = self._certificate_verdict(response) or verdict
+            certificate = self._certificate_verdict(response)
+            if certificate is not None and not verdict.success:
+                verdict, certificate = certificate, None
         judged = _judge(facts, verdict, passed)
         if judged.usefulness:
-            if self.outcomes.from_items:
-                meta[META_PENDING] = (domain, facts.method, verdict.status)
-                return response
-            judged = _with_usefulness(judged, self.outcomes.useful(response))
+            # One path whatever decides usefulness: the verdict (its status, a passed wall, the
+            # js-shell mark) is judged above; only "was this page useful?" comes from the source.
+            useful = self.outcomes.useful(response)
+            if useful == CALLBACK:
+                # The callback decides (the spider middleware calls record_items).
+                assert judged.record is not None
+                meta[META_PENDING] = (domain, facts.method, judged.record, certificate, self.outcomes.from_items)
+                return self._delivered(request, response, judged)
+            judged = self._useful_or_certificate(judged, useful if isinstance(useful, Outcome) else None, certificate)
         return self._apply(request, response, domain, facts.method, judged)
+
+    @staticmethod
+    def _useful_or_certificate(
+        judged: evidence.Evidence, useful: Outcome | None, certificate: Verdict | None
+    ) -> evidence.Evidence:
+        """A fetched page's evidence once its usefulness is known. An invalid certificate is a
+        dead signal only for a page that was not useful: a site that serves useful pages
+        behind a bad certificate is misconfigured, not abandoned (docs/SPEC.md section 2)."""
+        if certificate is not None and useful is Outcome.OK_EMPTY:
+            return evidence.Evidence(record=certificate, passed=judged.passed)
+        return _with_usefulness(judged, useful)
+
+    def _delivered(self, request: Request, response: Response, judged: evidence.Evidence) -> Response:
+        """The response as the callback gets it: a wall the browser got past is delivered as the
+        page it rendered (a 200)."""
+        if judged.passed:
+            request.meta[META_OUT] = dict(request.meta[META_OUT], original_status=response.status)
+            return response.replace(status=200)
+        return response
 
     def _apply(
         self, request: Request, response: Response, domain: str, method: Method, judged: evidence.Evidence
@@ -647,13 +770,17 @@ class DomainStateManager:
                 self._mark_url_dead(request)
             return self._reissue(request, judged.reason) if judged.reissue else response
         self.record(domain, method, judged.record, request)
+        if method is Method.TAB and not judged.record.success:
+            self._hard_render_failed(request)
         if judged.reissue:
             return self._reissue(request, judged.record.outcome)
-        if judged.passed:
-            # The browser got past the wall: deliver the page it rendered as what it is.
-            request.meta[META_OUT] = dict(request.meta[META_OUT], original_status=response.status)
-            return response.replace(status=200)
-        return response
+        return self._delivered(request, response, judged)
+
+    def _hard_render_failed(self, request: Request) -> None:
+        """A render of an ``antibot-hard`` domain that got no page (the close summary shows them)."""
+        out = request.meta.get(META_OUT)
+        if out and out.get("state") == State.ANTIBOT_HARD._value_:
+            self.telemetry.inc("hard_render_failed")
 
     def after_exception(self, request: Request, exception: BaseException) -> Request | None:
         """The middleware's ``process_exception``; the request's place in the gate goes back after."""
@@ -661,6 +788,7 @@ class DomainStateManager:
             return self._after_exception(request, exception)
         finally:
             self.gate.leave(request)
+            self._release_lead(request)
 
     def _after_exception(self, request: Request, exception: BaseException) -> Request | None:
         meta = request.meta
@@ -679,6 +807,8 @@ class DomainStateManager:
         verdict = self.classifier.failure(exception)
         judged = evidence.judge_failure(facts, verdict)
         self.record(out["domain"], facts.method, verdict, request)
+        if facts.method is Method.TAB:
+            self._hard_render_failed(request)
         return self._reissue(request, verdict.outcome) if judged.reissue else None
 
     def _robots_failed(self, exception: BaseException) -> None:
@@ -697,6 +827,7 @@ class DomainStateManager:
         meta.update(self.browser.meta_for(request.meta))
         # The URL, not True: a request built later from a copy of this meta is not a re-issue.
         meta[META_REISSUE] = request.url
+        meta.pop(META_LEAD, None)  # (the lead's outcome is in: the re-issue leads nothing)
         if why == evidence.JS_SHELL:
             meta[META_AFTER_SHELL] = request.url  # its render teaches the domain it needs the browser
         meta.pop(META_DECISION, None)
@@ -718,14 +849,31 @@ class DomainStateManager:
         self._cert_verdicts[host] = verdict
         return verdict
 
-    def record_items(self, response: Response, n_items: int) -> None:
-        """The spider middleware's hook (``DOMAINSTATE_OUTCOME='items'``)."""
+    def pending_site(self, response: Response) -> str | None:
+        """The site key of a response whose outcome waits for its callback, or ``None``."""
+        pending = response.meta.get(META_PENDING)
+        return None if pending is None else str(pending[0])
+
+    def record_items(self, response: Response, n_items: int, n_follow: int = 0) -> None:
+        """The spider middleware's hook (``DOMAINSTATE_OUTCOME='items'``, or a callable that
+        returned None): ``n_items`` items and ``n_follow`` follow-up requests to the same site."""
         pending = response.meta.pop(META_PENDING, None)
         if pending is None:
             return
-        domain, method, status = pending
-        outcome = self.outcomes.from_count(n_items, response.meta.get(META_OUTCOME), response.url)
-        self.record(domain, method, Verdict(outcome, status), response.request)
+        try:
+            self._record_items(response, pending, n_items, n_follow)
+        finally:
+            if response.request is not None:
+                self._release_lead(response.request)
+
+    def _record_items(self, response: Response, pending: tuple[Any, ...], n_items: int, n_follow: int) -> None:
+        domain, method, verdict, certificate, items = pending
+        outcome = self.outcomes.from_count(n_items, response.meta.get(META_OUTCOME), response.url, n_follow, items)
+        judged = self._useful_or_certificate(evidence.Evidence(record=verdict, usefulness=True), outcome, certificate)
+        if judged.record is None:
+            self.telemetry.inc("not_evidence")
+            return
+        self.record(domain, method, judged.record, response.request)
 
     # ------------------------------------------------------------ inspection
 

@@ -3,27 +3,35 @@
 No Scrapy, no I/O; ``now`` is always passed in, so a simulator or a test can
 drive it with a fake clock. States and their rules (``docs/SPEC.md`` section 2, revised)::
 
-    unknown ──2 dead signals──────────────▶ dead         (skip; 1 d hold after one visit,
+    unknown ──2 dead signals──────────────▶ dead         (skip; 12 h hold after one visit,
        │                                                  30 d once confirmed on a later
        │                                                  visit, doubling up to 180 d)
        │ ──any antibot signal─────────────▶ antibot-soft (fetch, browser fallback,
        │                                                  7 d sliding → unknown)
-       │        antibot-soft ──3 antibot plain requests in a row / hard block──▶ antibot-hard
-       │                                                  (browser only, 90 d → antibot-soft)
-       │ ──≥70 % ok-contact of last ≤10 fetches (≥5 in its life)──▶ friendly (fetch only,
-       │                                                  no TTL; 5 failed fetches → unknown,
-       │                                                  an antibot outcome → antibot-soft)
-       └─ (any live state) 5 ok-empty in a row, never a useful page ──▶ cold (skip, 90 d)
+       │        antibot-soft ──3 antibot plain requests in a row, no plain pass in recent /
+       │                       hard block──▶ antibot-hard (browser only but a canary per
+       │                                                  visit; a plain pass → soft;
+       │                                                  90 d → antibot-soft)
+       │ ──≥70 % useful of last ≤10 fetches (≥5 in its life)──▶ friendly (fetch with
+       │                                                  browser fallback, no TTL; 5 failed
+       │                                                  fetches → unknown, an antibot
+       │                                                  outcome → antibot-soft)
+       └─ (any live state) 10 ok-empty in a row over two visits, never a useful page
+                                                  ──▶ cold (skip, 90 d)
 
 Streaks are counted from the tail of ``recent``, so they reset on any outcome
 that breaks them. The antibot streak reads plain requests only (a render neither
 breaks nor extends it; a 429 neither). Lifetime counters survive expiry.
 
-Two facts live beside the state: a domain learned as client-rendered
-(``browser_since``) is rendered at once while ``unknown`` or ``antibot-soft``,
-and host facts (dead signals, ``cold``) of a host that is neither the
-registrable domain nor its ``www.`` are kept in a record of their own
-(:meth:`Policy.for_host`, :meth:`Policy.for_domain`, :meth:`Policy.decide_with_host`).
+Navigation pages (``items``: follow-ups, no item) neither extend nor break the
+empty streak and are not in friendly's ratio.
+
+Facts live beside the state: a domain learned as client-rendered
+(``browser_since``) is rendered at once while ``unknown`` or ``antibot-soft``;
+every fact of a host that is neither the registrable domain nor its ``www.`` is
+kept in a record of its own (:meth:`Policy.for_host`, :meth:`Policy.decide_with_host`);
+what a site is worth to a purpose other than contacts is kept in a record of its
+own too (:meth:`Policy.decide_with_worth`).
 """
 
 from __future__ import annotations
@@ -82,17 +90,25 @@ _DECISIONS = {
 }
 
 _FAILED = frozenset({Outcome.HTTP_ERROR, Outcome.NETWORK_ERROR, Outcome.ANTIBOT, Outcome.DEAD})
-_SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY})
+#: ``error_class`` prefix of an invalid certificate's dead signal.
+_TLS_PREFIX = "tls:"
+#: A page was fetched (useful, empty or navigation): the site is alive.
+_SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY, Outcome.NAVIGATION})
 _COLD_FROM = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT, State.ANTIBOT_HARD, State.FRIENDLY})
 
 
-def _streak(recent: list[RecentEntry], outcome: Outcome) -> int:
-    n = 0
+def _empty_streak(recent: list[RecentEntry]) -> list[RecentEntry]:
+    """The ``ok-empty`` entries in a row, from the tail, newest first (navigation pages
+    neither extend nor break the streak)."""
+    streak = []
     for entry in reversed(recent):
-        if entry.outcome is not outcome:
+        outcome = entry.outcome
+        if outcome is Outcome.NAVIGATION:
+            continue
+        if outcome is not Outcome.OK_EMPTY:
             break
-        n += 1
-    return n
+        streak.append(entry)
+    return streak
 
 
 def _antibot_streak(recent: list[RecentEntry]) -> int:
@@ -107,6 +123,12 @@ def _antibot_streak(recent: list[RecentEntry]) -> int:
             break
         n += 1
     return n
+
+
+def _plain_passed(recent: list[RecentEntry]) -> bool:
+    """Whether a plain fetch in the recent history got a page (a site whose walls stand only
+    part of the time is never ``antibot-hard``)."""
+    return any(e.method is Method.FETCH and e.outcome in _SUCCESS for e in recent)
 
 
 def _count(stat: DomainStat, entry: RecentEntry) -> None:
@@ -137,12 +159,6 @@ def _shell_renders(recent: list[RecentEntry]) -> int:
     return n
 
 
-#: Outcomes a host record keeps (dead signals, and what breaks or builds its streaks).
-_HOST_OUTCOMES = frozenset(
-    {Outcome.DEAD, Outcome.OK_EMPTY, Outcome.OK_CONTACT, Outcome.HTTP_ERROR, Outcome.NETWORK_ERROR}
-)
-#: Outcomes of a host's request that stay with the host record only.
-_HOST_ONLY = frozenset({Outcome.DEAD, Outcome.OK_EMPTY})
 _HOST_SKIP = frozenset({State.DEAD, State.COLD})
 
 
@@ -359,9 +375,11 @@ class Policy:
             outcome is Outcome.OK_EMPTY
             and state in _COLD_FROM
             and stat.fetch_ok + stat.tab_ok == 0
-            and _streak(recent, Outcome.OK_EMPTY) >= cfg.cold_threshold
+            and len(_empty_streak(recent)) >= cfg.cold_threshold
+            and entry.at - stat.first_seen >= cfg.cold_confirm_after
         ):
-            return State.COLD, f"{cfg.cold_threshold} ok-empty outcomes in a row, never a useful page"
+            # Confirmed across visits: the domain was known (never useful) an earlier visit ago.
+            return State.COLD, f"{cfg.cold_threshold} ok-empty outcomes in a row, never a useful page in two visits"
 
         if state is State.UNKNOWN:
             if outcome is Outcome.DEAD:
@@ -373,6 +391,12 @@ class Policy:
         if state is State.FRIENDLY:
             if entry.method is Method.FETCH and outcome in _FAILED:
                 return self._friendly_failure(stat)
+            return None
+
+        if state is State.ANTIBOT_HARD:
+            if entry.method is Method.FETCH and outcome in _SUCCESS:
+                # The visit's canary (a plain fetch) passed: the wall is down or soft now.
+                return State.ANTIBOT_SOFT, "a plain fetch passed (canary)"
             return None
 
         # A forced fetch found the site alive / useful again: re-evaluate.
@@ -390,8 +414,11 @@ class Policy:
         if state is State.FRIENDLY:
             return State.ANTIBOT_SOFT, f"antibot while friendly ({entry.error_class or entry.status or 'challenge'})"
         plain = entry.method is not Method.TAB and entry.status != RATE_LIMIT_STATUS
-        if plain and _antibot_streak(stat.recent) >= cfg.antibot_hard_threshold:
-            return State.ANTIBOT_HARD, f"{cfg.antibot_hard_threshold} antibot outcomes of plain requests in a row"
+        if plain and _antibot_streak(stat.recent) >= cfg.antibot_hard_threshold and not _plain_passed(stat.recent):
+            return (
+                State.ANTIBOT_HARD,
+                f"{cfg.antibot_hard_threshold} antibot outcomes of plain requests in a row, none ever passed",
+            )
         if state is State.ANTIBOT_HARD:
             return None
         return State.ANTIBOT_SOFT, f"antibot ({entry.error_class or entry.status or 'challenge'})"
@@ -404,6 +431,8 @@ class Policy:
             if e.outcome is not Outcome.DEAD or e.at < since:
                 break
             streak.append(e)
+        if stat.fetch_ok + stat.tab_ok and all(e.error_class and e.error_class.startswith(_TLS_PREFIX) for e in streak):
+            return None  # a site that yielded useful pages is never dead by its certificate alone
         if len(streak) >= self.config.dead_threshold and any(e.method is not Method.HEAD for e in streak):
             return State.DEAD, f"{len(streak)} dead signals in a row ({entry.error_class or entry.status})"
         return None
@@ -412,12 +441,15 @@ class Policy:
         cfg = self.config
         if stat.fetch_total < cfg.friendly_min_fetches:
             return None
-        window = [e for e in stat.recent if e.method is Method.FETCH][-cfg.friendly_window :]
+        # Navigation pages are neither useful nor empty: not in the ratio.
+        window = [e for e in stat.recent if e.method is Method.FETCH and e.outcome is not Outcome.NAVIGATION][
+            -cfg.friendly_window :
+        ]
         if len(window) < min(cfg.friendly_min_window, cfg.friendly_window):
             return None
         ok = sum(1 for e in window if e.outcome is Outcome.OK_CONTACT)
         if ok >= cfg.friendly_ratio * len(window) - 1e-9:
-            return State.FRIENDLY, f"{ok}/{len(window)} recent fetches found contacts ({stat.fetch_total} in all)"
+            return State.FRIENDLY, f"{ok}/{len(window)} recent fetches were useful ({stat.fetch_total} in all)"
         return None
 
     def _friendly_failure(self, stat: DomainStat) -> tuple[State, str] | None:
@@ -438,15 +470,18 @@ class Policy:
     def for_host(entry: RecentEntry) -> bool:
         """Rule 5: does this outcome of a request to a non-root host go to the host's record?
 
-        Dead signals and usefulness (``cold``) are the host's; anti-bot evidence is not."""
-        return entry.outcome in _HOST_OUTCOMES
+        Every outcome is the host's: dead signals, usefulness (``cold``, ``friendly``), anti-bot
+        and needs-browser evidence (docs/SPEC.md section 2, "facts per hostname")."""
+        return entry.outcome is not Outcome.NO_VERDICT
 
     @staticmethod
     def for_domain(entry: RecentEntry) -> bool:
         """Does this outcome of a request to a non-root host also go to the domain's record?
 
-        Everything but the host facts: anti-bot, friendly evidence (contacts), failures."""
-        return entry.outcome not in _HOST_ONLY
+        Nothing that is a fact of the host: its dead signals, usefulness, anti-bot and
+        needs-browser evidence are its own (docs/SPEC.md section 2, "facts per hostname"); the
+        domain's record is its root host's, and the prior of a host never seen."""
+        return False
 
     @staticmethod
     def host_entry(entry: RecentEntry) -> RecentEntry | None:
@@ -478,14 +513,34 @@ class Policy:
         domain: tuple[Decision, State, float | None], host: tuple[Decision, State, float | None] | None
     ) -> tuple[Decision, State, float | None]:
         """The decision for a request to a non-root host: the host's own ``dead`` or ``cold``
-        skips it. The domain's own ``dead`` or ``cold`` are the facts of its root host: the
-        other hosts then decide from their own record, as they do once they are learned as
-        client-rendered (their browser need is theirs). Otherwise the domain decides (anti-bot
-        and friendly evidence are shared). Both as ``store.decide`` returns them."""
-        if host is not None and host[1] in _HOST_SKIP:
+        skips it; a host with a record of its own is decided by it (its anti-bot, friendly and
+        needs-browser evidence are its own); the domain's own ``dead`` or ``cold`` are its root
+        host's facts, never its siblings'. A host never seen takes the registered domain's
+        decision as its prior. Both as ``store.decide`` returns them."""
+        if host is None:
+            return domain
+        if host[1] in _HOST_SKIP:
             return Decision.SKIP, host[1], host[2]
-        if host is not None and (
-            domain[1] in _HOST_SKIP or (host[0] is Decision.BROWSER and domain[0] is not Decision.SKIP)
-        ):
-            return host  # the root's dead/cold are its own; a host learned as client-rendered renders
-        return domain
+        if domain[1] in _HOST_SKIP or host[1] is not State.UNKNOWN or host[2] is not None:
+            # The root's dead/cold are its own; a host with a record of its own is decided by it
+            # (one walled host never sends its siblings to the browser).
+            return host
+        return domain  # a host never seen: the registered domain's state is its prior
+
+    # ------------------------------------------------------------- purposes
+
+    def decide_with_worth(
+        self, site: tuple[Decision, State, float | None], worth: tuple[Decision, State, float | None]
+    ) -> tuple[Decision, State, float | None]:
+        """The decision for a spider whose outcome source is not the default (``items``, a
+        callable): ``site`` from the site's shared record (what it *is*: dead, anti-bot, needs
+        the browser), ``worth`` from its record for this purpose (:func:`~.keys.purpose_key`:
+        what it is *worth* to this spider). The purpose's own ``cold`` skips; the shared
+        record's ``cold`` and ``friendly`` are the default purpose's verdicts on its worth, so
+        this spider fetches such a site as it would a known one with no verdict of its own."""
+        if worth[1] is State.COLD:
+            return Decision.SKIP, State.COLD, worth[2]
+        if site[1] is State.COLD or site[1] is State.FRIENDLY:
+            state = State.FRIENDLY if worth[1] is State.FRIENDLY else State.UNKNOWN
+            return self.decide_state(state, 1.0, 0.0), worth[1], worth[2]
+        return site

@@ -58,6 +58,15 @@ class Outcome(str, Enum):
     #: A HEAD probe that says nothing either way (2xx/3xx, 405/501 "HEAD not
     #: supported", 5xx): the policy stamps ``probed_at`` and keeps no entry.
     NO_VERDICT = "no-verdict"
+    #: A fetched page that was neither useful nor empty: under ``DOMAINSTATE_OUTCOME='items'``
+    #: (or a callable that returned None) its callback yielded follow-up requests to the same
+    #: site and no items (a home or category page). It proves the site alive and breaks the
+    #: anti-bot and failure streaks, but neither extends nor breaks the empty streak behind
+    #: ``cold`` and is not in ``friendly``'s ratio. In a record that keeps the site facts of a
+    #: purpose other than the default (:func:`~scrapy_domainstate.keys.purpose_key`), every
+    #: page that was fetched is recorded as navigation: its worth is kept apart.
+    #: (Added in 0.3, after the others: the entry codes of older records are unchanged.)
+    NAVIGATION = "navigation"
 
     def __str__(self) -> str:
         return self.value

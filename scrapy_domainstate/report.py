@@ -87,6 +87,7 @@ OUTCOME_COLORS = {
     Outcome.ANTIBOT: "#e53935",
     Outcome.DEAD: "#455a64",
     Outcome.NO_VERDICT: "#bdbdbd",
+    Outcome.NAVIGATION: "#c5e1a5",
 }
 
 
@@ -239,7 +240,7 @@ class Summary:
             current.state_changed_at,
             current.state_expires_at,
             stat.fetch_total,
-            stat.fetch_ok,
+            stat.fetch_ok + stat.tab_ok,
             stat.tab_total,
         )
         if len(self._rows) < self.table_rows:

@@ -6,7 +6,7 @@
 #   when missing). A system Python that refuses `pip install` (PEP 668) is fine: only the
 #   virtualenv gets packages. $DOMAINSTATE_PYTHON picks the interpreter that makes it.
 # - ds_install EXTRAS installs the package (editable) with those extras into it, again only
-#   when pyproject.toml changed since the last time.
+#   when setup.cfg or pyproject.toml changed since the last time.
 ds_venv() {
     if [ -n "${VIRTUAL_ENV:-}" ] && [ -x "$VIRTUAL_ENV/bin/python" ]; then
         PY="$VIRTUAL_ENV/bin/python"
@@ -39,7 +39,7 @@ ds_venv() {
 ds_install() {
     local extras="$1" stamp want
     stamp="$("$PY" -c 'import sys; print(sys.prefix)')/.scrapy-domainstate-installed"
-    want="$extras $(cksum <pyproject.toml) $PWD"
+    want="$extras $(cat setup.cfg pyproject.toml | cksum) $PWD"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return
     fi

@@ -12,5 +12,17 @@ from pathlib import Path
 
 #: The repository root (README.rst, pyproject.toml, example_project/, benchmarks/, ...).
 ROOT = Path(__file__).resolve().parent.parent
+#: The seed's literal readings as settings (the HEAD probe, cold after 5 empty pages in one visit,
+#: a 1-day dead hold, friendly fetch-only): the end-to-end tests written for them drive the
+#: mechanisms with these; the shipped defaults (docs/SPEC.md section 2, revised again) are tested
+#: by tests/scrapy/test_items.py, tests/scrapy/test_defaults_e2e.py and the unit rule tables.
+SEED_READINGS = {
+    "DOMAINSTATE_HEAD_PROBE": True,
+    "DOMAINSTATE_PROBE_ALONE": False,
+    "DOMAINSTATE_COLD_THRESHOLD": 5,
+    "DOMAINSTATE_COLD_CONFIRM_AFTER": 0,
+    "DOMAINSTATE_DEAD_HOLD": "1d",
+    "DOMAINSTATE_FRIENDLY_FALLBACK": False,
+}
 #: The fixed start of the clock in tests that pass ``now`` explicitly (2023-11-14 22:13:20 UTC).
 T0 = 1_700_000_000.0

@@ -43,14 +43,23 @@ class Judge:
     """Memoised calls of the evidence module (pure: same facts, same answer)."""
 
     def __init__(self) -> None:
-        self._answers: dict[tuple[int, bool, bool, bool, bool, bool], evidence.Evidence] = {}
+        self._answers: dict[tuple[int, bool, bool, bool, bool, bool, bool], evidence.Evidence] = {}
         self._probes: dict[tuple[int, bool], Verdict] = {}
 
     def answer(
-        self, result: int, tab: bool, fallback: bool, contact: bool, reissued: bool = False, after_shell: bool = False
+        self,
+        result: int,
+        tab: bool,
+        fallback: bool,
+        contact: bool,
+        reissued: bool = False,
+        after_shell: bool = False,
+        navigation: bool = False,
     ) -> evidence.Evidence:
-        """What a GET (``tab=False``) or a render answered with ``result`` means for the record."""
-        key = (result, tab, fallback, contact, reissued, after_shell)
+        """What a GET (``tab=False``) or a render answered with ``result`` means for the record
+        (``navigation``: the page leads on to the site's others and holds no item, under the
+        items outcome)."""
+        key = (result, tab, fallback, contact, reissued, after_shell, navigation)
         found = self._answers.get(key)
         if found is None:
             found = self._answers[key] = self._judge(*key)
@@ -58,7 +67,7 @@ class Judge:
 
     @staticmethod
     def _judge(
-        result: int, tab: bool, fallback: bool, contact: bool, reissued: bool, after_shell: bool
+        result: int, tab: bool, fallback: bool, contact: bool, reissued: bool, after_shell: bool, navigation: bool
     ) -> evidence.Evidence:
         verdict = VERDICTS[result]
         facts = evidence.Facts(
@@ -73,7 +82,8 @@ class Judge:
             return evidence.judge_failure(facts, verdict)
         judged = evidence.judge_response(facts, verdict)
         if judged.usefulness:
-            judged = evidence.with_usefulness(judged, Outcome.OK_CONTACT if contact else Outcome.OK_EMPTY)
+            useful = Outcome.NAVIGATION if navigation else Outcome.OK_CONTACT if contact else Outcome.OK_EMPTY
+            judged = evidence.with_usefulness(judged, useful)
         return judged
 
     def reissued(self) -> frozenset[int]:

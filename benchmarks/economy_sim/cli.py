@@ -40,6 +40,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=None, help="crawls of the whole population (the mix's, 4)")
     parser.add_argument("--days-between", type=float, default=None, help="days between two crawls (the mix's, 7)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the world (1)")
+    parser.add_argument(
+        "--seeds",
+        default=None,
+        metavar="1,2,3",
+        help="with --all-mixes: run every mix with each of these seeds (default: --seed)",
+    )
+    parser.add_argument(
+        "--outcome",
+        choices=("contacts", "items"),
+        default=None,
+        help="what a useful page is (the mix's, contacts): items tells navigation pages from empty ones",
+    )
     names = ", ".join(p.stem for p in shipped_mixes())
     parser.add_argument(
         "--mix", default=None, help=f"mix file or shipped mix ({names}; default {DEFAULT_MIX_PATH.name})"
@@ -70,12 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace, mix: str | None, progress: bool) -> dict[str, Any]:
+def _run(args: argparse.Namespace, mix: str | None, progress: bool, seed: int | None = None) -> dict[str, Any]:
     return simulate(
         sites=args.sites,
         rounds=args.rounds,
         days_between=args.days_between,
-        seed=args.seed,
+        seed=args.seed if seed is None else seed,
+        outcome=args.outcome,
         mix=mix,
         store=args.store,
         overrides=args.config_override,
@@ -96,6 +109,7 @@ def summarise(name: str, result: Mapping[str, Any]) -> dict[str, Any]:
 
     return {
         "mix": name,
+        "seed": result["params"]["seed"],
         "sites": result["params"]["sites"],
         "rounds": len(rows),
         "contacts_min": worst("contacts", "fixable", rows, low=True),
@@ -111,11 +125,11 @@ def summarise(name: str, result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _summary_lines(summary: Sequence[Mapping[str, Any]]) -> list[str]:
-    head = f"{'mix':<12} {'sites':>8} {'rounds':>6} {'pages':>8} {'sites':>8} {'cost/fix':>9} {'cost/orc':>9} {'req/orc':>8} {'r1 cost/fix':>11}  targets"
+    head = f"{'mix':<16} {'seed':>4} {'sites':>8} {'rounds':>6} {'pages':>8} {'sites':>8} {'cost/fix':>9} {'cost/orc':>9} {'req/orc':>8} {'r1 cost/fix':>11}  targets"
     lines = [head, "-" * len(head)]
     for s in summary:
         lines.append(
-            f"{s['mix']:<12} {s['sites']:>8,} {s['rounds']:>6} {s['contacts_min']:>8.2%} {s['sites_min']:>8.2%} "
+            f"{s['mix']:<16} {s.get('seed', 1):>4} {s['sites']:>8,} {s['rounds']:>6} {s['contacts_min']:>8.2%} {s['sites_min']:>8.2%} "
             f"{s['cost_vs_fixable']:>9.3f} {s['cost_vs_oracle']:>9.3f} {s['requests_vs_oracle']:>8.3f} "
             f"{s['round1_vs_fixable']:>11.3f}  {'met' if s['met'] else 'MISSED'}"
         )
@@ -124,12 +138,14 @@ def _summary_lines(summary: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _all_mixes(args: argparse.Namespace, progress: bool) -> int:
     summary, failed = [], False
+    seeds = _seeds(args)
     for name, path in [("default", None), *((p.stem, str(p)) for p in shipped_mixes())]:
-        result = _run(args, path, progress)
-        print(f"== mix {name}")
-        print(format_report(result, by_kind=True) if args.by_kind else "\n".join(target_lines(result)))
-        summary.append(summarise(name, result))
-        failed |= not summary[-1]["met"]
+        for seed in seeds:
+            result = _run(args, path, progress, seed)
+            print(f"== mix {name}, seed {seed}")
+            print(format_report(result, by_kind=True) if args.by_kind else "\n".join(target_lines(result)))
+            summary.append(summarise(name, result))
+            failed |= not summary[-1]["met"]
     print("\nAcross mixes (worst round; pages/sites: % of the fixable fallback's; cost and requests from round 2):")
     print("\n".join(_summary_lines(summary)))
     if args.json:
@@ -137,6 +153,18 @@ def _all_mixes(args: argparse.Namespace, progress: bool) -> int:
     if args.chart and write_mixes_chart(summary, args.chart):
         _say(f"economy: chart written to {args.chart}")
     return 1 if args.check and failed else 0
+
+
+def _seeds(args: argparse.Namespace) -> list[int]:
+    if not args.seeds:
+        return [args.seed]
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"--seeds takes integers separated by commas, got {args.seeds!r}") from None
+    if not seeds:
+        raise ValueError("--seeds names no seed")
+    return seeds
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -161,6 +161,9 @@ def _validate_kind(mix: Mapping[str, Any], name: str, kind: Any) -> float:
             check_range(f"{where}.{key}", kind[key])
     if "pages" in kind:
         page_weights(f"{where}.pages", kind["pages"])
+    nav = kind.get("navigation", 0)
+    if not (isinstance(nav, int) and not isinstance(nav, bool) and nav >= 0):
+        raise MixError(f"{where}.navigation must be an integer >= 0 (leading pages that are navigation), got {nav!r}")
     return float(share)
 
 

@@ -8,7 +8,10 @@ one HEAD (no retries), recorded, and decides again (every request of the domain 
 that verdict); SKIP sends nothing; FETCH one GET; FETCH_THEN_BROWSER one GET and, when the
 evidence module says so, one render; BROWSER one render. Up to ``concurrency`` requests of
 a host are decided before the earlier ones' outcomes return, as with Scrapy's
-``CONCURRENT_REQUESTS_PER_DOMAIN``.
+``CONCURRENT_REQUESTS_PER_DOMAIN``; except that, as the manager's lead gate does, an unknown
+host's first request of a visit goes alone (its probe, with ``DOMAINSTATE_PROBE_ALONE`` and no
+HEAD probe: after a dead signal the next request leads in turn) and so does the first request
+of an ``antibot-hard`` host (its canary: a plain fetch with the browser fallback).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from scrapy_domainstate import _evidence as evidence
 from scrapy_domainstate.config import Config
 from scrapy_domainstate.policy import Decision, Policy
-from scrapy_domainstate.record import Method, RecentEntry, State
+from scrapy_domainstate.record import Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store.base import DomainStore
 
 from . import world as w
@@ -37,7 +40,14 @@ class PluginVisit:
     """Drives the store through host visits; ``requests``/``renders``/``heads`` count the last one."""
 
     def __init__(
-        self, store: DomainStore, config: Config, judge: Judge, names: list[str], hosts: list[str | None], window: int
+        self,
+        store: DomainStore,
+        config: Config,
+        judge: Judge,
+        names: list[str],
+        hosts: list[str | None],
+        window: int,
+        navs: list[int] | None = None,
     ) -> None:
         self.store = store
         self.judge = judge
@@ -45,6 +55,14 @@ class PluginVisit:
         self.hosts = hosts
         self.window = window
         self.url_dead_ttl = config.url_dead_ttl
+        #: per host, its leading navigation pages; only the items outcome tells them apart
+        #: (under contacts they are pages without contacts, ok-empty)
+        self.navs = navs if navs is not None and config.outcome != "contacts" else None
+        self.probe_alone = config.probe_alone and not config.head_probe
+        #: the outcome recorded last (a lead's tells whether the host is open)
+        self._last: Outcome | None = None
+        #: canaries sent (the close summary's count)
+        self.canaries = 0
         self._marked: set[int] = set()  # hosts with URLs marked dead (the manager's per-domain mark)
         self.requests = self.renders = self.heads = 0
         self._decided: tuple[Decision, State, float] | None = None
@@ -55,6 +73,7 @@ class PluginVisit:
 
     def _record(self, host: int, entry: RecentEntry) -> None:
         self._decided = None  # the records changed: decide again
+        self._last = entry.outcome
         hkey = self.hosts[host]
         if hkey is None:
             self.store.record(self.names[host], entry)
@@ -115,12 +134,13 @@ class PluginVisit:
         """Record what a sent request got (and its browser re-issue); True if contacts were found."""
         get, tab, _, contact = p
         judge = self.judge
+        nav = self.navs is not None and page < self.navs[host]
         if decision is BROWSER:
-            answer = judge.answer(tab, True, False, contact)
+            answer = judge.answer(tab, True, False, contact, navigation=nav)
             if answer.record is not None:
                 self._record_verdict(host, at + 1.0, TAB, answer.record)
             return contact and tab == w.OK
-        answer = judge.answer(get, False, decision is FTB, contact)
+        answer = judge.answer(get, False, decision is FTB, contact, navigation=nav)
         if answer.record is not None:
             self._record_verdict(host, at + 0.5, GET, answer.record)
         if answer.url_dead:
@@ -131,7 +151,7 @@ class PluginVisit:
         self.requests += 1
         self.renders += 1
         shell = answer.reason == evidence.JS_SHELL
-        rendered = judge.answer(tab, True, True, contact, reissued=True, after_shell=shell)
+        rendered = judge.answer(tab, True, True, contact, reissued=True, after_shell=shell, navigation=nav)
         if rendered.record is not None:
             self._record_verdict(host, at + 1.0, TAB, rendered.record)
         return contact and tab == w.OK
@@ -146,15 +166,34 @@ class PluginVisit:
         why: list[tuple[Decision, State | str]] = []
         inflight: deque[tuple[int, Decision, float]] = deque()
         window = self.window
+        opened = canaried = False
         for page, p in enumerate(pages):
             if len(inflight) >= window:  # the outcome of the oldest request in flight returns
                 found |= self._finish(host, pages, inflight.popleft())
             decision, state = self._open(host, page, p, now)
+            lead = False
+            if not opened and decision is not SKIP:
+                if state is State.UNKNOWN and self.probe_alone and decision is FTB:
+                    lead = True
+                elif state is State.ANTIBOT_HARD and decision is BROWSER and not canaried:
+                    lead = canaried = True
+                    decision = FTB
+                    self.canaries += 1
+                else:
+                    opened = True
             why.append((decision, state))
             if decision is not SKIP:
                 self.requests += 1
                 self.renders += decision is BROWSER
-                inflight.append((page, decision, now))
+                if lead:  # alone: its outcome is in before the next page is decided
+                    for sent in inflight:
+                        found |= self._finish(host, pages, sent)
+                    inflight.clear()
+                    self._last = None
+                    found |= self._finish(host, pages, (page, decision, now))
+                    opened = self._last is not Outcome.DEAD
+                else:
+                    inflight.append((page, decision, now))
             now += pace
         for sent in inflight:
             found |= self._finish(host, pages, sent)

@@ -21,22 +21,43 @@ METRICS = ("requests", "renders", "heads", "robots", "contacts", "sites", "lost"
 #: Policies with a per-kind breakdown.
 BY_KIND = ("fallback", "fixable", "domainstate", "oracle")
 
-#: The issue's targets: (key, label, compared with, limit, floor?, rounds: "all" | "first" | "later").
+#: The targets of issue 20: (key, label, compared with, limit, floor?, rounds: "all" | "first" |
+#: "later", applies to: "all" | "live" | "decayed"). A decayed list (at least
+#: :data:`DECAYED_SHARE` of its hosts dead by the last round) is held to 0.90x the fixable
+#: fallback's cost instead of the oracle bound: the oracle's edge there is knowledge no visit has.
 TARGETS = (
-    ("contacts", "pages with contacts >= 99.5% of the fixable fallback's", "fixable", 0.995, True, "all"),
-    ("sites", "sites with contacts >= 99.8% of the fixable fallback's", "fixable", 0.998, True, "all"),
-    ("cost_oracle", "render-weighted cost <= 1.15x the oracle's", "oracle", 1.15, False, "later"),
-    ("cost_fixable", "render-weighted cost <= the fixable fallback's", "fixable", 1.0, False, "later"),
-    ("requests_oracle", "raw requests <= 1.25x the oracle's", "oracle", 1.25, False, "later"),
-    ("cost_round1", "round 1 render-weighted cost <= 1.05x the fixable fallback's", "fixable", 1.05, False, "first"),
+    ("contacts", "pages with contacts >= 99.5% of the fixable fallback's", "fixable", 0.995, True, "all", "all"),
+    ("sites", "sites with contacts >= 99.8% of the fixable fallback's", "fixable", 0.998, True, "all", "all"),
+    (
+        "cost_round1",
+        "round 1 render-weighted cost <= 1.03x the fixable fallback's",
+        "fixable",
+        1.03,
+        False,
+        "first",
+        "all",
+    ),
+    ("cost_fixable", "render-weighted cost <= the fixable fallback's", "fixable", 1.0, False, "later", "all"),
+    ("cost_oracle", "render-weighted cost <= 1.10x the oracle's", "oracle", 1.10, False, "later", "live"),
+    (
+        "cost_decayed",
+        "render-weighted cost <= 0.90x the fixable fallback's (decayed list)",
+        "fixable",
+        0.90,
+        False,
+        "later",
+        "decayed",
+    ),
 )
+#: A list with at least this share of dead hosts (by the last round) is a decayed one.
+DECAYED_SHARE = 0.35
 #: Which metric of the rows a target compares.
 _METRIC = {
     "contacts": "contacts",
     "sites": "sites",
     "cost_oracle": "cost",
     "cost_fixable": "cost",
-    "requests_oracle": "requests",
+    "cost_decayed": "cost",
     "cost_round1": "cost",
 }
 
@@ -116,8 +137,11 @@ def _target_value(row: Mapping[str, Any], metric: str, other: str, floor: bool) 
 def evaluate_targets(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every target with its value per round; ``met`` is None when no round applies (one-round runs)."""
     rows = result["rounds"]
+    decayed = result.get("params", {}).get("dead_share", 0.0) >= DECAYED_SHARE
     out = []
-    for key, label, other, limit, floor, scope in TARGETS:
+    for key, label, other, limit, floor, scope, applies in TARGETS:
+        if applies != "all" and (applies == "decayed") != decayed:
+            continue
         rounds = _target_rounds(scope, len(rows))
         values = [_target_value(rows[r - 1], _METRIC[key], other, floor) for r in rounds]
         if not values:

@@ -138,7 +138,7 @@ class _Crawl:
         self.judge = Judge()
         self.reissued = self.judge.reissued()
         names, hosts = world.domain_names(config.per_hostname)
-        self.plugin = PluginVisit(store, config, self.judge, names, hosts, world.concurrency)
+        self.plugin = PluginVisit(store, config, self.judge, names, hosts, world.concurrency, world.nav)
         contact = world.contact_thr
         self.contactless = [contact[i] == 0 and world.contact_page_thr[i] == 0 for i in range(world.sites)]
 
@@ -242,6 +242,7 @@ def simulate(
     progress: bool = False,
     lmdb_dir: str | Path | None = None,
     render_cost: float = 10.0,
+    outcome: str | None = None,
 ) -> dict[str, Any]:
     """Run every policy over the same world; return the per-round and total counts.
 
@@ -249,6 +250,8 @@ def simulate(
     ``store``: ``"lmdb"``, ``"memory"`` or ``None`` (LMDB when the package has it).
     ``overrides``: DOMAINSTATE_* settings given to :meth:`Config.from_settings`, so they are
     validated as in a crawl. ``render_cost``: what a render costs in GETs (the weighted cost).
+    ``outcome``: ``"contacts"`` or ``"items"`` (default: the mix's ``crawl.outcome``, else
+    contacts); under items a site's navigation pages are recorded as ``navigation``.
     """
     started, cpu_started = time.perf_counter(), time.process_time()
     mix_data = load_mix(mix)
@@ -263,12 +266,16 @@ def simulate(
     if render_cost < 1:
         raise ValueError("render_cost must be >= 1 (a render is at least a request)")
     settings = parse_overrides(overrides)
+    outcome = outcome or str(mix_data["crawl"].get("outcome", "contacts"))
+    if outcome not in ("contacts", "items"):
+        raise ValueError(f"outcome must be 'contacts' or 'items', got {outcome!r}")
+
     store = store or ("lmdb" if lmdb_available() else "memory")
     if store not in ("lmdb", "memory"):
         raise ValueError(f"store must be 'lmdb' or 'memory', got {store!r}")
     tmpdir = tempfile.mkdtemp(prefix="economy-", dir=_lmdb_parent(lmdb_dir)) if store == "lmdb" else None
     try:
-        config = _config(settings, store, tmpdir)
+        config = _config({"DOMAINSTATE_OUTCOME": outcome, **settings}, store, tmpdir)
         world = w.World(sites, seed, mix_data)
         built = time.perf_counter()
         if progress:
@@ -286,10 +293,13 @@ def simulate(
         "mix": str(mix) if isinstance(mix, (str, Path)) else ("default" if mix is None else "custom"),
         "store": store,
         "render_cost": render_cost,
+        "outcome": outcome,
         "concurrency": world.concurrency,
         "robotstxt_obey": world.robots,
         "overrides": {k: v if isinstance(v, (int, float, bool)) or v is None else str(v) for k, v in settings.items()},
         "stored_domains": stored,
+        # hosts dead by the last round (a decayed list is judged against 0.90x the fixable fallback)
+        "dead_share": round(sum(world.behaviour(h, rounds - 1) == w.DEAD for h in range(world.sites)) / world.sites, 4),
     }
     result = assemble(world.kind_names, world.kind, per_round, params)
     elapsed = time.perf_counter() - started

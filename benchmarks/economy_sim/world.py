@@ -92,6 +92,9 @@ class _KindSpec:
         self.after = BEHAVIOURS[kind.get("to", kind["behaviour"])]
         self.drifts = "to" in kind
         self.pages = _cumulative(page_weights("", kind.get("pages", mix["pages"])))
+        #: leading pages of a site (its home, category and listing pages) that hold no item but
+        #: lead on to the site's other pages: ``navigation`` under the items outcome
+        self.navigation = int(kind.get("navigation", 0))
 
 
 class World:
@@ -164,6 +167,8 @@ class World:
         self.head_404 = [False] * n
         self.dead_result = [DNS_NXDOMAIN] * n
         self.pages = [1] * n
+        #: leading pages that are navigation (never useful; see _KindSpec.navigation)
+        self.nav = [0] * n
         self.broken = [0] * n  # bitmask of broken (404) pages; the root never is
         self.hash = [0] * n
         kind_cum = _cumulative([k["share"] for k in kinds_of(mix).values()])
@@ -193,6 +198,7 @@ class World:
         h2 = mix64(h1 ^ 0xE7037ED1A0B428DB)
         self.challenge_thr[i] = _thr(_in_range(*spec.challenge, h2 & 0xFFFF))
         self.pages[i] = _pick(spec.pages, (h2 >> 16) & 0xFFFF) + 1
+        self.nav[i] = min(spec.navigation, self.pages[i] - 1)
         self.head_404[i] = ((h2 >> 32) & 0xFFFF) < self.head_404_thr
         self.dead_result[i] = _DEAD_RESULTS[DEAD_TYPES[_pick(self._dead_cum, (h2 >> 48) & 0xFFFF)]]
         h3 = mix64(h2 ^ 0x8EBC6AF09C88C6E3)
@@ -239,6 +245,8 @@ class World:
         return [self._live_page(host, beh, h_round, page, n) for page in range(n)]
 
     def _contact(self, host: int, page: int, n: int, hp: int) -> bool:
+        if page < self.nav[host]:
+            return False  # a navigation page: no item, only links on
         thr = self.contact_page_thr[host] if page == self.contact_page[host] else self.contact_thr[host]
         return (hp & 0xFFFF) < thr
 

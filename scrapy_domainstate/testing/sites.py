@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import ipaddress
+import json
 import random
 import threading
 import time
@@ -72,6 +73,10 @@ REDIRECT = "redirect"
 CF_DELAYED = "cf-delayed"
 CF_REDIRECT = "cf-redirect"
 CF_INTERACTIVE = "cf-interactive"
+SHOP = "shop"
+SHOP_CF = "shop-cf"
+SHOP_JS = "shop-js"
+SHOP_SOMETIMES = "shop-sometimes"
 
 #: kind -> what it does (also the documentation of the kinds)
 KINDS: dict[str, str] = {
@@ -107,7 +112,16 @@ KINDS: dict[str, str] = {
     "to /?__cf_chl_f_tk=...; the server answers 302 back to the page with Set-Cookie: ds_clear",
     CF_INTERACTIVE: "403 Cloudflare interactive challenge (cf-mitigated: challenge, 'Just a moment...', a "
     "Turnstile 'Verify you are human' widget) that waits for a human: no browser passes it",
+    SHOP: "a shop without contacts: / links to option categories=5 category pages /c/<i>, each linking "
+    "to option products=4 product pages /p/<i>-<j> holding one product (class 'product', data-sku)",
+    SHOP_CF: "the shop behind cf-soft's managed challenge (plain fetches never pass, a browser does)",
+    SHOP_JS: "the shop as a script-only shell: a script writes each page (links, product); a plain fetch sees neither",
+    SHOP_SOMETIMES: "the shop, but the first option burst=0 plain requests, then every every-th one after them "
+    "(option every=2; HEAD and GET counted together) get the cf-soft challenge",
 }
+
+#: the shop kinds (pages of :func:`shop_page`)
+SHOP_KINDS = frozenset({SHOP, SHOP_CF, SHOP_JS, SHOP_SOMETIMES})
 
 ANTIBOT_KINDS = frozenset(
     {
@@ -134,6 +148,8 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     REDIRECT: {"target": None},  # None: http://friendly-redirected.test:<port>
     CF_DELAYED: {"delay": 0.3},
     CF_REDIRECT: {"delay": 0.3},
+    **{kind: {"categories": 5, "products": 4} for kind in (SHOP, SHOP_CF, SHOP_JS)},
+    SHOP_SOMETIMES: {"categories": 5, "products": 4, "burst": 0, "every": 2},
 }
 
 PAGES = ("/", "/page1", "/page2", "/contact")
@@ -367,6 +383,33 @@ def cold_page(host: str, path: str, pages: tuple[str, ...] = PAGES) -> bytes:
     return _html(f"{host} {path}", f"<h1>{host}</h1>\n{_nav(pages)}\n<p>{_TEXT}</p>")
 
 
+def shop_paths(categories: int = 5, products: int = 4) -> list[str]:
+    """Every page of a shop: the home, its categories, their products."""
+    cats = [f"/c/{i}" for i in range(1, categories + 1)]
+    items = [f"/p/{i}-{j}" for i in range(1, categories + 1) for j in range(1, products + 1)]
+    return ["/", *cats, *items]
+
+
+def shop_body(host: str, path: str, categories: int = 5, products: int = 4) -> str | None:
+    """The inner HTML of a shop page (no contacts anywhere), or ``None`` for a path it lacks."""
+    if path == "/":
+        links = "".join(f'<li><a href="/c/{i}">Category {i}</a></li>' for i in range(1, categories + 1))
+        return f"<h1>{host}</h1><p>{_TEXT}</p><ul class=categories>{links}</ul>"
+    if path.startswith("/c/") and path[3:].isdigit() and 1 <= int(path[3:]) <= categories:
+        i = int(path[3:])
+        links = "".join(f'<li><a href="/p/{i}-{j}">Product {i}-{j}</a></li>' for j in range(1, products + 1))
+        return f'<h1>Category {i}</h1><a href="/">Home</a><p>{_TEXT}</p><ul class=products>{links}</ul>'
+    if path.startswith("/p/"):
+        cat, _, item = path[3:].partition("-")
+        if cat.isdigit() and item.isdigit() and 1 <= int(cat) <= categories and 1 <= int(item) <= products:
+            return (
+                f'<h1>Product {cat}-{item}</h1><a href="/c/{cat}">Category {cat}</a>'
+                f'<div class="product" data-sku="{cat}-{item}"><span class=price>{int(cat) * 10 + int(item)}.00</span>'
+                f"<p>{_TEXT}</p></div>"
+            )
+    return None
+
+
 def not_found_page(host: str, path: str) -> bytes:
     return _html("404 Not Found", f"<h1>Not Found</h1><p>{path} is not on {host}.</p>")
 
@@ -470,6 +513,10 @@ class SiteServer:
             CF_DELAYED: self._cf_delayed,
             CF_REDIRECT: self._cf_redirect,
             CF_INTERACTIVE: self._cf_interactive,
+            SHOP: self._shop,
+            SHOP_CF: self._shop_cf,
+            SHOP_JS: self._shop_js,
+            SHOP_SOMETIMES: self._shop_sometimes,
         }
         assert set(self._handlers) == set(KINDS)
 
@@ -703,6 +750,41 @@ class SiteServer:
             b"</script></body></html>\n"
         )
         return self._respond(request, 200, body)
+
+    def _shop(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+        body = shop_body(host, path, int(options["categories"]), int(options["products"]))
+        if body is None:
+            return self._respond(request, 404, not_found_page(host, path))
+        return self._respond(request, 200, _html(f"{host} {path}", body))
+
+    def _shop_cf(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes | int:
+        asset = self._challenge_asset(request)
+        if asset is not None:
+            return asset
+        if self._cleared(request, host):
+            return self._shop(request, host, path, options)
+        return self._cf_challenge(request, host)
+
+    def _shop_sometimes(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes | int:
+        asset = self._challenge_asset(request)
+        if asset is not None:
+            return asset
+        n, burst, every = self._count(host, "plain"), int(options["burst"]), int(options["every"])
+        if not self._cleared(request, host) and (n < burst or (n - burst) % every == every - 1):
+            return self._cf_challenge(request, host)
+        return self._shop(request, host, path, options)
+
+    def _shop_js(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+        body = shop_body(host, path, int(options["categories"]), int(options["products"]))
+        if body is None:
+            return self._respond(request, 404, not_found_page(host, path))
+        encoded = json.dumps(body).replace("<", "\\u003c")
+        page = (
+            '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>App</title></head>'
+            f"<body><div id=app></div><script>\ndocument.getElementById('app').innerHTML={encoded};\n"
+            "</script></body></html>\n"
+        )
+        return self._respond(request, 200, page.encode())
 
     def _huge(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes | int:
         if path not in self.pages:

@@ -45,7 +45,7 @@ from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.testing.crawl import RecordingSpider
 from scrapy_domainstate.testing.redis_server import RedisServer, require_redis_server
 from scrapy_domainstate.testing.resolver import HOSTS_SETTING, NXDOMAIN
-from tests import ROOT
+from tests import ROOT, SEED_READINGS
 from tests.fleet.test_service import ServiceProcess, request
 
 reactor: Any = _reactor
@@ -210,6 +210,7 @@ async def test_three_crawler_processes_sharing_one_redis_lose_no_outcome(
     urls = [url for host in hosts for url in pages(sites, host, per_host)]
     settings = {
         "ADDONS": ADDON,
+        **SEED_READINGS,  # (the tests of a fleet learn dead and cold within one crawl)
         "DOMAINSTATE_STORE": REDIS_STORE,
         "DOMAINSTATE_REDIS_URL": redis_server.url,
         "DOMAINSTATE_FLUSH_SIZE": 2,
@@ -324,6 +325,7 @@ async def test_redis_lost_mid_crawl_loses_no_outcome(
     settings = {
         **crawl_settings,
         "ADDONS": ADDON,
+        **SEED_READINGS,  # (the tests of a fleet learn dead and cold within one crawl)
         "DOMAINSTATE_STORE": REDIS_STORE,
         "DOMAINSTATE_REDIS_URL": redis_server.url,
         "DOMAINSTATE_FLUSH_SIZE": 4,
@@ -429,6 +431,7 @@ def remote_settings(
     return {
         **crawl_settings,
         "ADDONS": ADDON,
+        **SEED_READINGS,  # (the tests of a fleet learn dead and cold within one crawl)
         "DOMAINSTATE_LMDB_PATH": str(tmp_path / reporter),
         "DOMAINSTATE_REMOTE_URL": service_url,
         "DOMAINSTATE_REMOTE_TOKEN": FLEET_TOKENS[reporter],
@@ -544,6 +547,7 @@ async def test_a_crawl_with_the_service_down_delivers_everything(
     settings = {
         **crawl_settings,
         "ADDONS": ADDON,
+        **SEED_READINGS,  # (the tests of a fleet learn dead and cold within one crawl)
         "DOMAINSTATE_REMOTE_URL": f"http://127.0.0.1:{free_port()}",
         "DOMAINSTATE_REMOTE_TOKEN": "t",
         "DOMAINSTATE_REMOTE_TIMEOUT": 0.5,

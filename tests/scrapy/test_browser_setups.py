@@ -176,16 +176,20 @@ async def test_no_browser_handler_records_no_render_and_skips_antibot_hard(
     assert first.response_for(shell).domainstate["method"] == "fetch"
     # the hard block is real evidence (a plain fetch saw it): antibot-hard ...
     assert record_of(settings, "cf-hard.test").state is State.ANTIBOT_HARD
-    # ... and without a browser it is skipped, with its reason, and nothing is sent
+    # ... and without a browser its pages are skipped, with their reason: only the crawl's one
+    # canary (a plain fetch, docs/SPEC.md section 2) is sent, and it is still blocked
     sites.reset_log()
     caplog.clear()
-    second = await run_crawl(settings, [hard, sites.url("cf-hard.test", "/page1")])
-    assert sites.requests("cf-hard.test") == []
-    skipped = second.failures_for(hard)
+    page1 = sites.url("cf-hard.test", "/page1")
+    second = await run_crawl(settings, [hard, page1])
+    assert sites.methods("cf-hard.test") == ["GET"]
+    assert second.stats["domainstate/canary"] == 1
+    skipped = second.failures_for(hard) + second.failures_for(page1)
     assert len(skipped) == 1
     assert isinstance(skipped[0].exception, IgnoreRequest)
     assert "antibot-hard" in str(skipped[0].exception) and "no browser" in str(skipped[0].exception)
     assert skipped[0].domainstate["method"] == "skip"
+    assert record_of(settings, "cf-hard.test").state is State.ANTIBOT_HARD
     assert len(domainstate_warnings(caplog)) == 1
 
 
@@ -203,7 +207,8 @@ async def test_browser_meta_none_is_a_way_to_run(
     assert "DOMAINSTATE_BROWSER_META is None" in warning
     assert "domainstate/browser_reissue" not in result.stats
     assert not any(r.browser for r in sites.requests("cf-soft.test"))
-    assert [m for m, _ in entries(settings, "cf-soft.test")] == [Method.HEAD, Method.FETCH]
+    # (no HEAD: the first request is the domain's probe, docs/SPEC.md section 2)
+    assert [m for m, _ in entries(settings, "cf-soft.test")] == [Method.FETCH]
     # everything else as today
     assert result.response_for(sites.url("friendly.test")).emails == ["info@friendly.test"]
     assert entries(settings, "friendly.test") == [(Method.FETCH, Outcome.OK_CONTACT)]
@@ -225,7 +230,6 @@ async def test_http_cache_never_answers_a_render_with_the_plain_copy(
     assert "cached" not in page.response.flags
     assert page.domainstate["method"] == "tab"
     assert [(m, o) for m, o in entries(settings, "cf-soft.test")] == [
-        (Method.HEAD, Outcome.ANTIBOT),
         (Method.FETCH, Outcome.ANTIBOT),
         (Method.TAB, Outcome.OK_CONTACT),
     ]
@@ -285,7 +289,6 @@ async def test_a_challenge_that_never_passes_ends_as_antibot_within_the_bound(
     assert page.emails == []
     assert page.meta["download_latency"] >= bound  # it waited for the challenge, then gave up
     assert entries(settings, f"{CF_INTERACTIVE}.test") == [
-        (Method.HEAD, Outcome.ANTIBOT),
         (Method.FETCH, Outcome.ANTIBOT),
         (Method.TAB, Outcome.ANTIBOT),
     ]
@@ -314,10 +317,18 @@ async def test_robots_txt_only_for_domains_the_plugin_visits(
     sites: Any, crawl_settings: Any, run_crawl: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     crawl_settings[HOSTS_SETTING] = {"refused-robots.test": REFUSED}
-    settings = no_browser_setup(crawl_settings, ROBOTSTXT_OBEY=True, DOMAINSTATE_BROWSER_META=None)
+    settings = no_browser_setup(
+        crawl_settings,
+        ROBOTSTXT_OBEY=True,
+        DOMAINSTATE_BROWSER_META=None,
+        # cold within this one crawl of 5 empty pages (the rule's own tests: tests/unit)
+        DOMAINSTATE_COLD_THRESHOLD=5,
+        DOMAINSTATE_COLD_CONFIRM_AFTER=0,
+    )
+    # (two requests each: the first, sent alone, is the probe; the second confirms its dead signal)
     urls = [
-        sites.url("dead-root-robots.test"),
-        sites.url("refused-robots.test"),
+        *[sites.url("dead-root-robots.test")] * 2,
+        *[sites.url("refused-robots.test")] * 2,
         *[sites.url("cold-robots.test", p) for p in ("/", "/page1", "/page2", "/contact", "/")],
         *[sites.url("friendly-robots.test", p) for p in ("/", "/page1")],
     ]
@@ -420,11 +431,11 @@ async def test_shell_without_a_browser_records_no_render(sites: Any, tmp_path: P
     out, log = await deferToThread(scrapy_shell, url, tmp_path / "ds", "DOWNLOAD_HANDLERS={}")
     assert out["status"] == 403 and "playwright" not in out["flags"]
     assert out["method"] == "fetch"
-    assert out["recent"] == [["head", "antibot"], ["fetch", "antibot"]]
+    assert out["recent"] == [["fetch", "antibot"]]
     assert out["tab_total"] == 0
     assert not any(r.browser for r in sites.requests("cf-soft-shell.test"))
     # not re-issued (the example project obeys robots.txt: that request is not the page's)
-    assert [r.method for r in sites.requests("cf-soft-shell.test") if r.path != "/robots.txt"] == ["HEAD", "GET"]
+    assert [r.method for r in sites.requests("cf-soft-shell.test") if r.path != "/robots.txt"] == ["GET"]
     assert "no browser" in log and "DOWNLOAD_HANDLERS" in log
 
 
@@ -445,6 +456,6 @@ async def test_shell_with_the_browser_renders(sites: Any, tmp_path: Path) -> Non
     assert "playwright" in out["flags"], log[-3000:]
     assert out["method"] == "tab"
     assert out["emails"] == ["info@cf-soft-shell2.test"]
-    assert out["recent"] == [["head", "antibot"], ["fetch", "antibot"], ["tab", "ok-contact"]]
+    assert out["recent"] == [["fetch", "antibot"], ["tab", "ok-contact"]]
     assert out["tab_total"] == 1
     assert any(r.browser for r in sites.requests("cf-soft-shell2.test"))

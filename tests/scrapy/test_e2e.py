@@ -16,10 +16,12 @@ from scrapy.http import Response
 
 from scrapy_domainstate import signals as ds_signals
 from scrapy_domainstate.config import Config, ConfigError
+from scrapy_domainstate.keys import purpose_key
 from scrapy_domainstate.record import Method, Outcome, State
 from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.store.memory import MemoryStore
 from scrapy_domainstate.testing.resolver import HOSTS_SETTING
+from tests import SEED_READINGS
 
 ADDON = {"scrapy_domainstate.Addon": 0}
 
@@ -49,6 +51,12 @@ def _now() -> float:
 
 
 def ds(settings: dict[str, Any]) -> dict[str, Any]:
+    """The add-on, with the seed's readings (:data:`tests.SEED_READINGS`)."""
+    return {**settings, **SEED_READINGS, "ADDONS": ADDON}
+
+
+def ds_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """The add-on with the shipped defaults."""
     return {**settings, "ADDONS": ADDON}
 
 
@@ -99,8 +107,8 @@ async def test_first_crawl_learns_second_crawl_remembers(sites: Any, crawl_setti
     for host in ("cold.test", "dead-root.test", "refused.test"):
         assert sites.requests(host) == [], host
     skipped = [f for f in second.failures if isinstance(f.exception, IgnoreRequest)]
-    # cold x6, dead-root, nxdomain, refused, /missing, and cf-hard (no browser configured here)
-    assert len(skipped) == 6 + 1 + 1 + 1 + 1 + 1
+    # cold x6, dead-root, nxdomain, refused, /missing (cf-hard's one request is the crawl's canary)
+    assert len(skipped) == 6 + 1 + 1 + 1 + 1
     for failure in skipped:
         assert failure.domainstate["method"] == "skip"
         assert failure.domainstate["state"] in ("cold", "dead", "antibot-hard")
@@ -110,15 +118,17 @@ async def test_first_crawl_learns_second_crawl_remembers(sites: Any, crawl_setti
     for response in second.responses_for(sites.url("friendly.test")):
         assert response.domainstate["method"] == "fetch"
         assert response.domainstate["state"] == "friendly"
-    # Antibot-hard without a browser handler: skipped (a plain fetch cannot pass it), never fetched.
-    # (With a browser it goes there only: test_antibot_hard_goes_to_the_browser_only.)
-    hard = second.failures_for(sites.url("cf-hard.test"))
+    # Antibot-hard without a browser handler: the crawl's first request is its canary, a plain
+    # fetch (docs/SPEC.md section 2), which the wall still answers; the domain stays hard.
+    # (With a browser the rest go there only: test_antibot_hard_goes_to_the_browser_only.)
+    hard = second.responses_for(sites.url("cf-hard.test"))
     assert len(hard) == 1
     assert "playwright" not in hard[0].meta
-    assert hard[0].domainstate["method"] == "skip"
-    assert "no browser" in str(hard[0].exception)
-    assert sites.requests("cf-hard.test") == []
-    assert second.stats["domainstate/method/skip"] == 11
+    assert hard[0].domainstate["method"] == "fetch"
+    assert sites.methods("cf-hard.test") == ["GET"]
+    assert second.stats["domainstate/canary"] == 1
+    assert states(settings, "cf-hard.test")["cf-hard.test"] is State.ANTIBOT_HARD
+    assert second.stats["domainstate/method/skip"] == 10
     assert second.stats.get("domainstate/method/head", 0) == 0
 
 
@@ -202,8 +212,11 @@ async def test_failures_are_classified(sites: Any, crawl_settings: Any, run_craw
 async def test_tls_certificates_are_dead_signals(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
     settings = ds(crawl_settings)
     hosts = {"expired": "tls-expired.test", "self-signed": "tls-self.test", "valid": "tls-ok.test"}
+    # Sites with nothing useful behind a bad certificate (an abandoned one's default page):
+    # the certificate is a dead signal; the valid one has contacts.
     for host in hosts.values():
-        sites.set_kind(host, "friendly")
+        sites.set_kind(host, "cold")
+    sites.set_kind("tls-ok.test", "friendly")
     urls = [sites.url(host, "/", tls=kind) for kind, host in hosts.items()]
     await run_crawl(settings, urls)
     learned = states(settings, *hosts.values())
@@ -216,6 +229,23 @@ async def test_tls_certificates_are_dead_signals(sites: Any, crawl_settings: Any
     # A second crawl confirms: two dead signals in a row.
     await run_crawl(settings, urls[:1])
     assert states(settings, "tls-expired.test")["tls-expired.test"] is State.DEAD
+
+
+@pytest_twisted.ensureDeferred
+async def test_useful_site_behind_a_bad_certificate_is_never_dead(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    # docs/SPEC.md section 2: a dead signal that contradicts useful pages is a misconfigured
+    # server, not an abandoned site.
+    settings = ds(crawl_settings)
+    sites.set_kind("tls-useful.test", "friendly")
+    urls = [sites.url("tls-useful.test", path, tls="expired") for path in ("/", "/page1", "/page2")]
+    for _ in range(3):
+        await run_crawl(settings, urls)
+        assert states(settings, "tls-useful.test")["tls-useful.test"] is not State.DEAD
+    stat = record_of(settings, "tls-useful.test")
+    assert stat.fetch_ok >= 9
+    assert all(e.outcome is Outcome.OK_CONTACT for e in stat.recent if e.method is Method.FETCH)
 
 
 @pytest_twisted.ensureDeferred
@@ -289,8 +319,11 @@ async def test_outcome_sources(sites: Any, crawl_settings: Any, run_crawl: Any) 
     # items: the recording spider yields an item only for pages with an e-mail.
     settings = {**ds(crawl_settings), "DOMAINSTATE_OUTCOME": "items", "DOMAINSTATE_HEAD_PROBE": False}
     await run_crawl(settings, [*pages(sites, "friendly.test", 2), *pages(sites, "cold.test", 2)])
-    assert record_of(settings, "friendly.test").fetch_ok == 2
-    assert record_of(settings, "cold.test").fetch_ok_empty == 2
+    # what the pages were worth is this purpose's (docs/SPEC.md section 3): kept apart
+    assert record_of(settings, "friendly.test|items").fetch_ok == 2
+    assert record_of(settings, "cold.test|items").fetch_ok_empty == 2
+    assert record_of(settings, "friendly.test").fetch_ok == 0  # the site's record: fetched, alive
+    assert record_of(settings, "friendly.test").fetch_total == 2
     # a user callable
     settings2 = {
         **settings,
@@ -298,7 +331,7 @@ async def test_outcome_sources(sites: Any, crawl_settings: Any, run_crawl: Any) 
         "DOMAINSTATE_LMDB_PATH": settings["DOMAINSTATE_LMDB_PATH"] + "-2",
     }
     await run_crawl(settings2, pages(sites, "friendly.test", 2))
-    rec = record_of(settings2, "friendly.test")
+    rec = record_of(settings2, purpose_key("friendly.test", f"{__name__}._no_contacts"))
     assert (rec.fetch_ok, rec.fetch_ok_empty) == (0, 2)
 
 
@@ -420,8 +453,10 @@ async def test_antibot_hard_goes_to_the_browser_only(sites: Any, browser_setting
     sites.reset_log()
     await run_crawl(settings, pages(sites, "cf-hard.test", 2))
     logged = sites.requests("cf-hard.test")
-    assert len(logged) == 2
-    assert all(r.browser for r in logged)
+    # one plain GET, the crawl's canary (the wall answers it, the browser re-issues it); the
+    # other page waited for it, then went to the browser only
+    assert [r.method for r in logged if not r.browser] == ["GET"]
+    assert len([r for r in logged if r.browser]) == 2
 
 
 @pytest_twisted.ensureDeferred

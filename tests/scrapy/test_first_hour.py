@@ -23,13 +23,14 @@ from scrapy_domainstate.policy import Decision
 from scrapy_domainstate.record import DomainStat, State
 from scrapy_domainstate.store import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
-from tests import ROOT
+from tests import ROOT, SEED_READINGS
 
 ADDON = {"scrapy_domainstate.Addon": 0}
 
 
 def ds(settings: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {**settings, "ADDONS": ADDON, **extra}
+    """The add-on, with the seed's readings (:data:`tests.SEED_READINGS`)."""
+    return {**settings, **SEED_READINGS, "ADDONS": ADDON, **extra}
 
 
 def pages(sites: Any, host: str, n: int) -> list[str]:
@@ -66,11 +67,13 @@ async def test_open_store_reads_what_a_crawl_learned(sites: Any, crawl_settings:
         assert (cold.domain, cold.state, cold.decision, cold.skip) == ("cold.test", State.COLD, Decision.SKIP, True)
         assert cold.reason == "domain cold.test is cold"
         assert cold.expires_at is not None and cold.expires_at > time.time() + 80 * 86400
-        assert store.decide(sites.url("friendly.test", "/page1")).decision is Decision.FETCH
+        # (read with the shipped defaults: a friendly domain falls back to the browser)
+        assert store.decide(sites.url("friendly.test", "/page1")).decision is Decision.FETCH_THEN_BROWSER
         dead_url = store.decide(sites.url("friendly.test", "/missing"))
         assert (dead_url.decision, dead_url.reason) == (Decision.SKIP, "dead URL")
         fresh = store.decide("https://never-seen.test/")
-        assert (fresh.state, fresh.decision) == (State.UNKNOWN, Decision.PROBE)
+        # (the shipped defaults: no HEAD probe, the first request goes alone as the probe)
+        assert (fresh.state, fresh.decision) == (State.UNKNOWN, Decision.FETCH_THEN_BROWSER)
 
         items = dict(store.items())
         assert {d: s.state for d, s in items.items()} == {
@@ -91,7 +94,8 @@ async def test_open_store_reads_what_a_crawl_learned(sites: Any, crawl_settings:
     with open_store(path) as store:
         later = time.time() + 400 * 86400
         assert store.get("dead-root.test", now=later).state is State.UNKNOWN  # type: ignore[union-attr]
-        assert store.decide(sites.url("dead-root.test"), now=later).decision is Decision.PROBE
+        # (opened by its path: the shipped defaults, whose probe is the first request itself)
+        assert store.decide(sites.url("dead-root.test"), now=later).decision is Decision.FETCH_THEN_BROWSER
 
 
 def test_open_store_relative_path_and_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -376,7 +380,7 @@ async def test_queued_requests_are_rechecked_when_a_domain_turns_cold(
     urls = [sites.url("cold.test", f"/page1?n={i}") for i in range(40)]
     result = await run_crawl(settings, urls)
     gets = sites.requests("cold.test", method="GET")
-    threshold = Config().cold_threshold
+    threshold = SEED_READINGS["DOMAINSTATE_COLD_THRESHOLD"]
     assert threshold <= len(gets) <= threshold + per_domain - 1, len(gets)
     stats = result.stats
     assert stats["domainstate/transition/unknown/cold"] == 1

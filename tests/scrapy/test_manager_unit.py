@@ -26,6 +26,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 from scrapy_domainstate import _registry, shell
 from scrapy_domainstate import signals as ds_signals
 from scrapy_domainstate.extension import DomainStateExtension
+from scrapy_domainstate.keys import purpose_key
 from scrapy_domainstate.manager import DomainStateManager
 from scrapy_domainstate.middleware import DomainStateMiddleware
 from scrapy_domainstate.record import Method, Outcome, State
@@ -383,7 +384,9 @@ def test_items_source_waits_for_the_callback() -> None:
                     response, [{"item": i} for i in range(n)] + [Request("https://x.test/")]
                 )
             )
-            assert recent(mw, "shop.test")[-1] == (Method.FETCH, expected)
+            # what the page was worth: the purpose's record; the site's: fetched (alive)
+            assert recent(mw, "shop.test|items")[-1] == (Method.FETCH, expected)
+            assert recent(mw, "shop.test")[-1] == (Method.FETCH, Outcome.NAVIGATION)
     finally:
         mw.manager.close()
 
@@ -401,11 +404,20 @@ def test_callable_source() -> None:
     mw = build_from_crawler(DomainStateMiddleware, crawler)
     mw.manager.spider_opened()
     try:
+        responses = {}
         for path, body in [("/a", CONTACT), ("/b", EMPTY), ("/skip", CONTACT), ("/boom", CONTACT)]:
             request = sent(mw, f"https://shop.test{path}")
-            mw.process_response(request, html(request.url, body, request=request))
-        assert recent(mw, "shop.test") == [(Method.FETCH, Outcome.OK_CONTACT), (Method.FETCH, Outcome.OK_EMPTY)]
+            responses[path] = mw.process_response(request, html(request.url, body, request=request))
+        worth = purpose_key("shop.test", f"{__name__}._useful_if_mail")
+        assert recent(mw, worth) == [(Method.FETCH, Outcome.OK_CONTACT), (Method.FETCH, Outcome.OK_EMPTY)]
+        assert stat(mw, "not_evidence") == 1  # /boom; /skip waits for its callback
+        # None: the callback decides; no item and no follow-up: not evidence either
+        mw.manager.record_items(responses["/skip"], 0, 0)
         assert stat(mw, "not_evidence") == 2
+        # ... and with a follow-up request to the same site: navigation
+        request = sent(mw, "https://shop.test/skip")
+        mw.manager.record_items(mw.process_response(request, html(request.url, CONTACT, request=request)), 0, 1)
+        assert recent(mw, worth)[-1] == (Method.FETCH, Outcome.NAVIGATION)
     finally:
         mw.manager.close()
 

@@ -67,6 +67,10 @@ def scrapy_shell(url: str, code: str, store: Path) -> subprocess.CompletedProces
         "TELNETCONSOLE_ENABLED=False",
         "-s",
         "DOWNLOAD_HANDLERS={}",
+        # the seed's HEAD probe: one fetch() of a dead site is then two dead signals (HEAD and
+        # GET), which these tests of the shell rely on; the default probe is the GET itself
+        "-s",
+        "DOMAINSTATE_HEAD_PROBE=True",
         "-c",
         code,
         url,

@@ -26,6 +26,10 @@ from scrapy_domainstate.store import DomainStore, MemoryStore, StoreError  # noq
 from scrapy_domainstate.store.redis import RedisStore, mask_url  # noqa: E402
 from scrapy_domainstate.testing.redis_server import RedisServer, redis_store_factory, require_redis_server  # noqa: E402
 
+#: The decision for a domain never seen, with the shipped defaults: no HEAD probe (the first
+#: request goes alone as the probe, docs/SPEC.md section 2).
+FIRST_SIGHT = Decision.FETCH_THEN_BROWSER
+
 pytestmark = pytest.mark.redis
 
 LOGGER = "scrapy_domainstate.store.redis"
@@ -109,7 +113,7 @@ def test_get_missing_is_none(open_store):
     assert store.count() == 0
     assert list(store.iter_records()) == []
     decision, state, _ = store.decide("nowhere.example", NOW)
-    assert (decision, state) == (Decision.PROBE, State.UNKNOWN)
+    assert (decision, state) == (FIRST_SIGHT, State.UNKNOWN)
 
 
 def test_record_is_visible_before_flush_and_shared_after(open_store):
@@ -183,7 +187,7 @@ def test_set_state(open_store):
     seen = other.get("f.example")
     assert seen.state is State.DEAD
     assert other.decide("f.example", NOW)[0] is Decision.SKIP
-    assert other.decide("f.example", NOW + 31 * 86400)[:2] == (Decision.PROBE, State.UNKNOWN)
+    assert other.decide("f.example", NOW + 31 * 86400)[:2] == (FIRST_SIGHT, State.UNKNOWN)
 
 
 def test_url_dead_marks(open_store):
@@ -237,7 +241,7 @@ def test_corrupt_value_reads_as_unknown_with_one_warning(open_store, raw, caplog
     raw.hset(f"{open_store.prefix}d:{{hash.example}}", "x", "y")  # not even a string
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert store.get("bad.example") is None
-        assert store.decide("bad.example", NOW)[:2] == (Decision.PROBE, State.UNKNOWN)
+        assert store.decide("bad.example", NOW)[:2] == (FIRST_SIGHT, State.UNKNOWN)
         assert store.get("hash.example") is None
         assert list(store.iter_records()) == []
     warnings = [r for r in caplog.records if "Corrupt" in r.getMessage()]

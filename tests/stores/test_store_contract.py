@@ -29,6 +29,10 @@ from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.store.memory import MemoryStore
 from tests import T0
 
+#: The decision for a domain never seen, with the shipped defaults: no HEAD probe (the first
+#: request goes alone as the probe, docs/SPEC.md section 2).
+FIRST_SIGHT = Decision.FETCH_THEN_BROWSER
+
 # No time-triggered flushes: every test decides when to flush.
 BASE_CONFIG = Config(flush_size=10_000, flush_interval=1e9)
 
@@ -137,7 +141,7 @@ def test_missing_domain(store: DomainStore) -> None:
     assert store.count() == 0
     assert list(store.iter_records()) == []
     decision, state, expires = store.decide("missing.example", T0)
-    assert (decision, state, expires) == (Decision.PROBE, State.UNKNOWN, T0 + DEFAULT_TTL[State.UNKNOWN])
+    assert (decision, state, expires) == (FIRST_SIGHT, State.UNKNOWN, T0 + DEFAULT_TTL[State.UNKNOWN])
     assert store.current("missing.example", T0).state is State.UNKNOWN
 
 
@@ -277,7 +281,7 @@ def test_corrupt_record_reads_as_unknown(
     backend.corrupt(store, "worse.example", b"")
     with caplog.at_level(logging.WARNING):
         assert store.get("bad.example") is None
-        assert store.decide("bad.example", T0) == (Decision.PROBE, State.UNKNOWN, T0 + DEFAULT_TTL[State.UNKNOWN])
+        assert store.decide("bad.example", T0) == (FIRST_SIGHT, State.UNKNOWN, T0 + DEFAULT_TTL[State.UNKNOWN])
         assert store.decide("worse.example", T0)[1] is State.UNKNOWN
         assert [s.domain for s in store.iter_records()] == ["good.example"]
         stat, _ = store.record("bad.example", fetch(T0 + 5))

@@ -126,8 +126,8 @@ def seed(db: Path, now: float) -> None:
         for i in range(3):
             # 403 + cf-ray: a 429 does not count towards antibot-hard (docs/SPEC.md section 2 revised)
             _rec(s, "hard.com", now - 3600 + i, "fetch", "antibot", 403, "cloudflare:cf-ray")
-        for i in range(5):
-            _rec(s, "cold.io", now - 5 * DAY + i, "fetch", "ok-empty", 200)
+        for i in range(10):  # cold: 10 empty pages over two visits (docs/SPEC.md section 2)
+            _rec(s, "cold.io", now - 5 * DAY + (i // 5) * DAY + i, "fetch", "ok-empty", 200)
         _rec(s, "unknown.de", now - 100, "fetch", "ok-contact", 200)
         _rec(s, "example.co.uk", now - 7200, "fetch", "ok-contact", 200)
         _rec(s, "example.co.uk", now - 7100, "fetch", "http-error", 500)
@@ -273,7 +273,7 @@ def test_show(work: Path, db: Path) -> None:
     assert data["key"] == "example.co.uk"
     assert data["found"] is True
     assert data["state"] == "unknown"
-    assert data["decision"] == "probe"  # unknown and not probed in this period
+    assert data["decision"] == "fetch-then-browser"  # unknown: its first request is the probe (no HEAD)
     record = data["record"]
     assert record["domain"] == "example.co.uk"
     assert record["fetch_total"] == 3
@@ -299,7 +299,7 @@ def test_show(work: Path, db: Path) -> None:
 
     unseen = json.loads(ok(unseen_proc).stdout)
     assert unseen["key"] == "never-seen.example"
-    assert (unseen["found"], unseen["record"], unseen["state"], unseen["decision"]) == (False, None, "unknown", "probe")
+    assert (unseen["found"], unseen["record"], unseen["state"], unseen["decision"]) == (False, None, "unknown", "fetch-then-browser")
 
     assert hostless.returncode == 2
     assert "no usable host name" in hostless.stderr

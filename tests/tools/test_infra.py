@@ -58,6 +58,10 @@ from scrapy_domainstate.testing.sites import (
     KINDS,
     RATE_LIMITED,
     REDIRECT,
+    SHOP,
+    SHOP_CF,
+    SHOP_JS,
+    SHOP_SOMETIMES,
     SLOW,
     TLS_EXPIRED,
     TLS_KINDS,
@@ -291,6 +295,10 @@ EXPECTED_GET: dict[str, tuple[int, dict[str, str], list[bytes]]] = {
     CF_DELAYED: (403, {"cf-mitigated": "challenge"}, [b"Just a moment...", b"addEventListener('load'"]),
     CF_REDIRECT: (403, {"cf-mitigated": "challenge"}, [b"Just a moment...", b"__cf_chl_f_tk"]),
     CF_INTERACTIVE: (403, {"cf-mitigated": "challenge"}, [b"Just a moment...", b"Verify you are human"]),
+    SHOP: (200, {}, [b'href="/c/1"', b'href="/c/5"']),
+    SHOP_CF: (403, {"cf-mitigated": "challenge"}, [b"Just a moment..."]),
+    SHOP_JS: (200, {}, [b"<div id=app></div><script>", b"/c/1"]),
+    SHOP_SOMETIMES: (200, {}, [b'href="/c/1"']),
 }
 
 

@@ -1,4 +1,4 @@
-"""Packaging: PEP 621 metadata in pyproject.toml only, a LICENSE, CHANGES.rst, docs the code cites.
+"""Packaging: the metadata in the top-level setup.cfg, a LICENSE, CHANGES.rst, docs the code cites.
 
 The wheel is built for real (setuptools' PEP 517 backend, in a copy of the source tree)
 and its metadata read back, as pip would see it.
@@ -6,6 +6,7 @@ and its metadata read back, as pip would see it.
 
 from __future__ import annotations
 
+import configparser
 import email.parser
 import re
 import shutil
@@ -29,26 +30,43 @@ def _pyproject() -> dict[str, Any]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
-def test_metadata_lives_in_pyproject_only() -> None:
-    project = _pyproject()["project"]
-    assert not (ROOT / "setup.cfg").exists()
+def _setup_cfg() -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(ROOT / "setup.cfg", encoding="utf-8")
+    return parser
+
+
+def _lines(value: str) -> list[str]:
+    return [line.strip() for line in value.strip().splitlines() if line.strip()]
+
+
+def test_metadata_lives_in_setup_cfg() -> None:
+    """The project card's top-level setup.cfg; pyproject.toml: the build system and the tools."""
+    cfg = _setup_cfg()
+    assert "project" not in _pyproject()
+    assert _pyproject()["build-system"]["build-backend"] == "setuptools.build_meta"
     assert not (ROOT / "setup.py").exists()
-    assert project["name"] == "scrapy-domainstate"
-    assert project["license"] == "BSD-3-Clause"
-    assert project["entry-points"]["scrapy.commands"] == {
-        "domainstate": "scrapy_domainstate.commands.domainstate:Command"
-    }
-    assert set(project["optional-dependencies"]) == {"browser", "redis", "chart", "test"}
-    assert {Requirement(r).name for r in project["dependencies"]} == {"scrapy", "twisted", "tldextract", "lmdb"}
+    assert cfg["metadata"]["name"] == "scrapy-domainstate"
+    assert cfg["metadata"]["license_expression"] == "BSD-3-Clause"
+    assert cfg["metadata"]["version"] == "attr: scrapy_domainstate.__version__"
+    assert _lines(cfg["options.entry_points"]["scrapy.commands"]) == [
+        "domainstate = scrapy_domainstate.commands.domainstate:Command"
+    ]
+    assert set(cfg["options.extras_require"]) == {"browser", "redis", "chart", "test"}
+    install = [Requirement(r) for r in _lines(cfg["options"]["install_requires"])]
+    assert {r.name for r in install} == {"scrapy", "twisted", "tldextract", "lmdb"}
 
 
 def test_declared_minimums_are_met_by_the_tested_environment() -> None:
     """The tests run against versions that satisfy what the package declares."""
-    project = _pyproject()["project"]
-    for text in [*project["dependencies"], *project["optional-dependencies"]["test"]]:
+    cfg = _setup_cfg()
+    install = _lines(cfg["options"]["install_requires"])
+    for text in [*install, *_lines(cfg["options.extras_require"]["test"])]:
         req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate():
+            continue
         assert req.specifier.contains(Version(version(req.name)), prereleases=True), (text, version(req.name))
-    scrapy = next(Requirement(r) for r in project["dependencies"] if r.startswith("scrapy"))
+    scrapy = next(Requirement(r) for r in install if r.startswith("scrapy"))
     assert scrapy.specifier.contains("2.19.0") and not scrapy.specifier.contains("2.18.9")
 
 

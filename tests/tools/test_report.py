@@ -239,11 +239,20 @@ def _check_filters(flags: list[str], url: str, rendered: str, total: int) -> Non
 # ----------------------------------------------------- per-state reasons, table, crawls, charts
 
 
-def _observed(policy: Policy, domain: str, start: float, entries: list[tuple[Method, Outcome, int | None, str | None]]):
-    """A record built the way a crawl builds it: each observation through the real policy."""
+def _observed(
+    policy: Policy,
+    domain: str,
+    start: float,
+    entries: list[tuple[Method, Outcome, int | None, str | None]],
+    then: tuple[float, list[tuple[Method, Outcome, int | None, str | None]]] | None = None,
+):
+    """A record built the way a crawl builds it: each observation through the real policy
+    (``then``: a later visit, so many seconds after ``start``, and its observations)."""
     stat = None
-    for i, (method, outcome, status, evidence) in enumerate(entries):
-        stat, _ = policy.observe(stat, domain, RecentEntry(start + i * 60, method, outcome, status, evidence))
+    visits = [(start, entries)] if then is None else [(start, entries), (start + then[0], then[1])]
+    for at, observed in visits:
+        for i, (method, outcome, status, evidence) in enumerate(observed):
+            stat, _ = policy.observe(stat, domain, RecentEntry(at + i * 60, method, outcome, status, evidence))
     assert stat is not None
     return stat
 
@@ -268,7 +277,14 @@ def _learned(now: float) -> list[DomainStat]:
         _observed(policy, "walled.example", t + 3600, [(fetch, Outcome.ANTIBOT, 403, "challenge:cloudflare:title")]),
         _observed(policy, "limited.example", t + 3600, [(fetch, Outcome.ANTIBOT, 429, None)]),
         _observed(policy, "banned.example", t + 7200, [(fetch, Outcome.ANTIBOT, 403, "block:cloudflare:1020")]),
-        _observed(policy, "empty.example", t + 7200, [(fetch, Outcome.OK_EMPTY, 200, None)] * 5),
+        # cold: 10 empty pages over two visits two hours apart (docs/SPEC.md section 2)
+        _observed(
+            policy,
+            "empty.example",
+            t,
+            [(fetch, Outcome.OK_EMPTY, 200, None)] * 5,
+            then=(7200, [(fetch, Outcome.OK_EMPTY, 200, None)] * 5),
+        ),
         _observed(policy, "good.example", t, [(fetch, Outcome.OK_CONTACT, 200, None)] * 5),
         _observed(policy, "new.example", t, [(fetch, Outcome.NETWORK_ERROR, None, "timeout")]),
     ]
@@ -301,7 +317,7 @@ def test_lists_per_state_with_their_reasons() -> None:
     assert _reason_rows(page, "dead") == {"refused": 1, "http:404": 1, "dns": 1}
     assert _reason_rows(page, "antibot-soft") == {"cloudflare challenge": 1, "rate limit (429)": 1}
     assert _reason_rows(page, "antibot-hard") == {"cloudflare block 1020": 1}
-    assert _reason_rows(page, "cold") == {"5 empty pages, none useful": 1}
+    assert _reason_rows(page, "cold") == {"10 empty pages, none useful": 1}
     assert _reason_rows(page, "friendly") == {"5 of 5 fetches useful": 1}
     assert _reason_rows(page, "unknown") == {"last: network-error timeout": 1}
     # An expired state says so.

@@ -72,9 +72,9 @@ def test_the_system_python_gets_a_virtualenv_of_its_own(tmp_path: Path) -> None:
     again = bash('ds_venv; echo "PY=$PY"', env)
     assert again.returncode == 0, again.stderr
     assert "Making" not in again.stdout and f"PY={venv}/bin/python" in again.stdout
-    # an install already done for this pyproject.toml is not done again
+    # an install already done for this setup.cfg and pyproject.toml is not done again
     stamp = bash(
-        'ds_venv; want="test $(cksum <pyproject.toml) $PWD"; '
+        'ds_venv; want="test $(cat setup.cfg pyproject.toml | cksum) $PWD"; '
         'echo "$want" > "$("$PY" -c "import sys; print(sys.prefix)")/.scrapy-domainstate-installed"; '
         "ds_install test; echo done",
         env,

@@ -97,7 +97,7 @@ def expected_decision(policy: Policy, rec: DomainStat) -> Decision:
         State.COLD: Decision.SKIP,
         State.ANTIBOT_SOFT: Decision.FETCH_THEN_BROWSER,
         State.ANTIBOT_HARD: Decision.BROWSER,
-        State.FRIENDLY: Decision.FETCH,
+        State.FRIENDLY: Decision.FETCH_THEN_BROWSER if policy.config.friendly_fallback else Decision.FETCH,
     }[rec.state]
 
 

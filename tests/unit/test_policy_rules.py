@@ -222,14 +222,15 @@ def test_rule5_host_fact_key(url, per_hostname, key):
 
 
 ROUTES = [
-    # outcome -> (host record?, domain record?)
+    # outcome -> (host record?, domain record?): docs/SPEC.md section 2 (revised again), every
+    # fact of a host is its own: dead signals, usefulness, anti-bot and friendly evidence
     (step(F, DEAD, "dns"), True, False),
     (step(F, EMPTY), True, False),
-    (step(F, CONTACT), True, True),
-    (step(F, NET_ERR, "timeout"), True, True),
-    (step(F, HTTP_ERR, status=500), True, True),
-    (step(F, ANTIBOT, "cloudflare:cf-ray", 403), False, True),
-    (hard(F), False, True),
+    (step(F, CONTACT), True, False),
+    (step(F, NET_ERR, "timeout"), True, False),
+    (step(F, HTTP_ERR, status=500), True, False),
+    (step(F, ANTIBOT, "cloudflare:cf-ray", 403), True, False),
+    (hard(F), True, False),
 ]
 
 
@@ -241,9 +242,10 @@ def test_rule5_which_record_an_outcome_goes_to(s, to_host, to_domain):
     assert Policy.for_domain(entry) is to_domain
 
 
-def _host_sim(host_steps, domain_steps):
-    """A host record and its domain's record, fed as the manager/simulator route them."""
-    policy = Policy()
+def _host_sim(host_steps, domain_steps, policy: Policy | None = None):
+    """A host record and its domain's record, fed as the manager/simulator route them
+    (the seed's readings unless ``policy`` is given)."""
+    policy = policy or Policy(cfg())
     host = domain = None
     t = 1_700_000_000.0
     for steps, is_host in ((host_steps, True), ([step(H, NO_VERDICT), *domain_steps], False)):
@@ -277,8 +279,9 @@ HOST_FACTS = [
         Decision.FETCH_THEN_BROWSER,
         Decision.SKIP,
     ),
-    ("walled-subdomain-walls-the-site", [A403] * 3, [], Decision.BROWSER, Decision.BROWSER),
-    ("friendly-from-any-host", [step(F, CONTACT)] * 3, [step(F, CONTACT)] * 2, Decision.FETCH, Decision.FETCH),
+    # a walled subdomain walls itself, not the site; each host is friendly for itself
+    ("walled-subdomain-walls-itself", [A403] * 3, [], Decision.BROWSER, Decision.FETCH_THEN_BROWSER),
+    ("friendly-per-host", [step(F, CONTACT)] * 5, [step(F, CONTACT)] * 2, Decision.FETCH, Decision.FETCH_THEN_BROWSER),
     # client rendering is the host's own: the subdomain renders at once, the domain does not learn it
     (
         "client-rendered-subdomain",

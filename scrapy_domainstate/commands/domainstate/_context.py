@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from scrapy.settings import BaseSettings
 
 from ...config import Config
-from ...keys import domain_key
+from ...keys import domain_key, purpose_key, purpose_of_key
 from ...store import DomainStore
 from ._output import Failure
 from ._store import Access, opened_store
@@ -31,6 +31,11 @@ class Context:
             yield store
 
     def key(self, target: str) -> str:
+        purposed = purpose_of_key(target.strip())
+        if purposed is not None:  # ``shop.example|items``: the site's worth to one purpose
+            site = domain_key(purposed[0], per_hostname=self.config().per_hostname)
+            if site:
+                return purpose_key(site, purposed[1])
         key = domain_key(target, per_hostname=self.config().per_hostname)
         if not key:
             raise Failure(2, f"{target!r} has no usable host name")
