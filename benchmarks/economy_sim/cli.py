@@ -71,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a DOMAINSTATE_* setting for scrapy-domainstate, as in a crawl (repeatable)",
     )
+    parser.add_argument(
+        "--noise",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="replace one of the mix's noise rates (repeatable), e.g. stable_contacts=0.5",
+    )
     parser.add_argument("--by-kind", action="store_true", help="also print a per-kind breakdown")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument(
@@ -89,6 +96,7 @@ def _run(args: argparse.Namespace, mix: str | None, progress: bool, seed: int | 
         days_between=args.days_between,
         seed=args.seed if seed is None else seed,
         outcome=args.outcome,
+        noise=_noise(args.noise),
         mix=mix,
         store=args.store,
         overrides=args.config_override,
@@ -153,6 +161,19 @@ def _all_mixes(args: argparse.Namespace, progress: bool) -> int:
     if args.chart and write_mixes_chart(summary, args.chart):
         _say(f"economy: chart written to {args.chart}")
     return 1 if args.check and failed else 0
+
+
+def _noise(items: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--noise takes NAME=NUMBER, got {item!r}") from None
+        if not sep:
+            raise ValueError(f"--noise takes NAME=NUMBER, got {item!r}")
+    return out
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:

@@ -132,14 +132,15 @@ class PluginVisit:
 
     def _close(self, host: int, page: int, p: Page, decision: Decision, at: float) -> bool:
         """Record what a sent request got (and its browser re-issue); True if contacts were found."""
-        get, tab, _, contact = p
+        get, tab, _, has = p
+        contact = has is True  # what the plugin's classifier says (a misjudged page: empty)
         judge = self.judge
         nav = self.navs is not None and page < self.navs[host]
         if decision is BROWSER:
             answer = judge.answer(tab, True, False, contact, navigation=nav)
             if answer.record is not None:
                 self._record_verdict(host, at + 1.0, TAB, answer.record)
-            return contact and tab == w.OK
+            return bool(has) and tab == w.OK
         answer = judge.answer(get, False, decision is FTB, contact, navigation=nav)
         if answer.record is not None:
             self._record_verdict(host, at + 0.5, GET, answer.record)
@@ -147,14 +148,14 @@ class PluginVisit:
             self.store.mark_url_dead(f"{host}/{page}", at + self.url_dead_ttl)
             self._marked.add(host)
         if not answer.reissue:
-            return contact and get == w.OK
+            return bool(has) and get == w.OK
         self.requests += 1
         self.renders += 1
         shell = answer.reason == evidence.JS_SHELL
         rendered = judge.answer(tab, True, True, contact, reissued=True, after_shell=shell, navigation=nav)
         if rendered.record is not None:
             self._record_verdict(host, at + 1.0, TAB, rendered.record)
-        return contact and tab == w.OK
+        return bool(has) and tab == w.OK
 
     # ------------------------------------------------------------ a visit
 

@@ -243,6 +243,7 @@ def simulate(
     lmdb_dir: str | Path | None = None,
     render_cost: float = 10.0,
     outcome: str | None = None,
+    noise: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Run every policy over the same world; return the per-round and total counts.
 
@@ -252,9 +253,15 @@ def simulate(
     validated as in a crawl. ``render_cost``: what a render costs in GETs (the weighted cost).
     ``outcome``: ``"contacts"`` or ``"items"`` (default: the mix's ``crawl.outcome``, else
     contacts); under items a site's navigation pages are recorded as ``navigation``.
+    ``noise``: values that replace the mix's ``noise`` entries (the sensitivity runs).
     """
     started, cpu_started = time.perf_counter(), time.process_time()
     mix_data = load_mix(mix)
+    if noise:
+        unknown = set(noise) - set(mix_data["noise"])
+        if unknown:
+            raise ValueError(f"--noise: unknown noise entries {sorted(unknown)}; known: {sorted(mix_data['noise'])}")
+        mix_data = {**mix_data, "noise": {**mix_data["noise"], **noise}}
     cadence = mix_data["cadence"]
     sites = cadence["sites"] if sites is None else sites
     rounds = cadence["rounds"] if rounds is None else rounds
@@ -294,6 +301,7 @@ def simulate(
         "store": store,
         "render_cost": render_cost,
         "outcome": outcome,
+        "noise": dict(noise or {}),
         "concurrency": world.concurrency,
         "robotstxt_obey": world.robots,
         "overrides": {k: v if isinstance(v, (int, float, bool)) or v is None else str(v) for k, v in settings.items()},

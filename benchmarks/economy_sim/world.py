@@ -42,8 +42,13 @@ BEHAVIOURS = {"friendly": FRIENDLY, "js-shell": SHELL, "soft": SOFT, "wall": WAL
 ) = range(15)
 _DEAD_RESULTS = {"dns": DNS_NXDOMAIN, "refused": REFUSED, "tls": TLS_INVALID, "root_404": ROOT_404}
 
-#: One page of a visit: (GET result, render result, HEAD result, has contacts).
-Page = tuple[int, int, int, bool]
+#: One page of a visit: (GET result, render result, HEAD result, has contacts). "Has contacts" is
+#: True, False or :data:`MISJUDGED` (it has them, truthy, but the plugin's classifier says it
+#: has none: noise.classifier_false_empty).
+Page = tuple[int, int, int, "bool | int"]
+MISJUDGED = 2
+#: GET failures that a share of renders meet too (noise.render_fails_with_get)
+_PERSISTING = frozenset({TIMEOUT, SERVER_ERROR, SERVER_ERROR_500})
 
 
 def mix64(x: int) -> int:
@@ -129,6 +134,10 @@ class World:
         self.rate_limit_thr = _thr(noise["rate_limit"])
         self.broken_thr = _thr(noise["broken_url"])
         self.head_404_thr = _thr(noise["head_404"])
+        # the simulator's own choices, modelled (issue 20): 0 in the default mix; see its why_each
+        self.stable_thr = _thr(noise.get("stable_contacts", 0.0))
+        self.persist_thr = _thr(noise.get("render_fails_with_get", 0.0))
+        self.false_empty_thr = _thr(noise.get("classifier_false_empty", 0.0))
 
     def _groups(self, sub: Mapping[str, Any]) -> None:
         n = self.sites
@@ -170,6 +179,8 @@ class World:
         #: leading pages that are navigation (never useful; see _KindSpec.navigation)
         self.nav = [0] * n
         self.broken = [0] * n  # bitmask of broken (404) pages; the root never is
+        #: hosts whose contacts stay on the same pages every round (noise.stable_contacts)
+        self.stable = [False] * n
         self.hash = [0] * n
         kind_cum = _cumulative([k["share"] for k in kinds_of(mix).values()])
         dead = {k: v for k, v in mix["dead"].items() if not k.startswith("why")}
@@ -209,6 +220,7 @@ class World:
         if spec.drifts:
             lo, hi = self._drift
             self.change[i] = lo + (h3 & 0xFFFF) % (hi - lo + 1)
+        self.stable[i] = (mix64(h3 ^ 0x2545F4914F6CDD1D) & 0xFFFF) < self.stable_thr
         mask = 0
         for page in range(1, self.pages[i]):
             if (mix64((h3 + page * _GOLDEN) & _M64) & 0xFFFF) < self.broken_thr:
@@ -261,11 +273,18 @@ class World:
 
     def _live_page(self, host: int, beh: int, h_round: int, page: int, n: int) -> Page:
         hp = mix64((h_round + (page + 1) * _GOLDEN) & _M64)
-        contact = self._contact(host, page, n, hp)
+        # a stable host's contacts are drawn once, not every round
+        hc = mix64((self.hash[host] + (page + 1) * _GOLDEN) & _M64) if self.stable[host] else hp
+        contact: bool | int = self._contact(host, page, n, hc)
+        h2 = mix64(hp ^ 0xD1B54A32D192ED03)
+        if contact and (h2 & 0xFFFF) < self.false_empty_thr:
+            contact = MISJUDGED
         if self.broken[host] >> page & 1:
             return URL_404, URL_404, NO_VERDICT, contact
         get = self._get(host, beh, (hp >> 32) & 0xFFFF)
         tab = RATE_LIMITED if get == RATE_LIMITED else self._tab(host, beh, hp >> 48)
+        if get in _PERSISTING and ((h2 >> 16) & 0xFFFF) < self.persist_thr:
+            tab = get  # the server's trouble meets the browser too
         return get, tab, self._head(host, beh, page, (hp >> 16) & 0xFFFF), contact
 
     def _server_error(self, g: int) -> int:

@@ -686,3 +686,38 @@ def test_cli_runs_every_mix_with_every_seed(tmp_path, capsys):
     assert "== mix items, seed 2" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         economy.main(["--all-mixes", "--seeds", "one", "--sites", "10"])
+
+
+# ------------------------------------------------------- the simulator's own choices, modelled
+
+
+def test_stable_contacts_stay_on_the_same_pages_across_rounds():
+    mix = one_kind("friendly", [0.5, 0.5], pages={"range": [5, 5]})
+    drawn = run(sites=200, rounds=2, mix=mix)
+    stable = run(sites=200, rounds=2, mix=mix, noise={"stable_contacts": 1.0})
+    d1, d2 = (r["plain"]["contacts"] for r in drawn["rounds"])
+    s1, s2 = (r["plain"]["contacts"] for r in stable["rounds"])
+    assert s1 == s2  # the same pages every round
+    assert d1 != d2  # drawn again each round
+    with pytest.raises(ValueError, match="unknown noise"):
+        run(sites=10, rounds=1, noise={"no_such": 1.0})
+
+
+def test_render_failures_correlated_with_get_failures():
+    mix = one_kind("friendly", [1.0, 1.0])
+    mix["noise"]["timeout"] = 0.2
+    independent = run(sites=300, rounds=1, mix=mix)["rounds"][0]
+    correlated = run(sites=300, rounds=1, mix=mix, noise={"render_fails_with_get": 1.0})["rounds"][0]
+    # the fixable fallback renders every timed-out GET; when the render times out too, it finds nothing more
+    assert independent["fixable"]["contacts"] > independent["plain"]["contacts"]
+    assert correlated["fixable"]["contacts"] == correlated["plain"]["contacts"]
+
+
+def test_classifier_false_empty_misleads_the_plugin_only():
+    mix = one_at_a_time(one_kind("friendly", [1.0, 1.0], pages={"range": [8, 8]}))
+    fooled = run(sites=50, rounds=2, mix=mix, noise={"classifier_false_empty": 1.0})
+    clean = run(sites=50, rounds=2, mix=mix)
+    for p in ("plain", "fixable", "oracle"):
+        assert fooled["rounds"][0][p]["contacts"] == clean["rounds"][0][p]["contacts"]
+    # every page recorded empty: the seed's 5-page cold skips the rest of each site
+    assert fooled["rounds"][0]["domainstate"]["contacts"] < clean["rounds"][0]["domainstate"]["contacts"]
