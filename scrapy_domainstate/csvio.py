@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from ._time import parse_duration
 from .config import DEFAULT_TTL
-from .keys import _DIGEST_CHARS, MAX_KEY_BYTES, domain_key, host_of
+from .keys import _DIGEST_CHARS, MAX_KEY_BYTES, domain_key, host_of, purpose_key, purpose_of_key
 from .record import _U32, MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
 
 __all__ = ["COLUMNS", "EXPORTED_COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
@@ -280,6 +280,13 @@ def _domain(text: str, per_hostname: bool) -> str:
     raw = text.strip()
     if not raw:
         raise _Bad("domain is empty")
+    purposed = purpose_of_key(raw)
+    if purposed is not None:
+        # A site's worth to one purpose (keys.purpose_key): the site part is a key like any other.
+        site, purpose = purposed
+        if len(purpose) > 32 or not purpose.isprintable() or any(c.isspace() for c in purpose):
+            raise _Bad(f"domain {raw[:80]!r}: {purpose[:40]!r} is not a purpose (items or a dotted path)")
+        return purpose_key(_domain(site, per_hostname), purpose)
     if "#" in raw:
         # A key shortened by keys._fit ("prefix#sha1-digest"): stored as it is.
         prefix, _, digest = raw.rpartition("#")

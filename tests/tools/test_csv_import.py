@@ -311,3 +311,28 @@ def test_the_import_command_refuses_bad_files_by_line_and_seeds_a_block_list(tmp
     assert spam.state_expires_at == pytest.approx(spam.state_changed_at + 14 * DAY)
     assert wall is not None and wall.state is State.ANTIBOT_HARD
     assert wall.state_expires_at == pytest.approx(wall.state_changed_at + DEFAULT_TTL[State.ANTIBOT_HARD])
+
+
+def test_a_sites_worth_to_a_purpose_round_trips() -> None:
+    """``shop.example|items`` (keys.purpose_key) exports and imports like a site's own record."""
+    worth = DomainStat(
+        "shop.example|items",
+        State.COLD,
+        recent=[RecentEntry(NOW - 60, Method.FETCH, Outcome.NAVIGATION, 200)],
+        fetch_total=1,
+        first_seen=NOW - 60,
+        last_seen=NOW - 60,
+        state_changed_at=NOW - 60,
+        state_expires_at=NOW + 90 * DAY,
+    )
+    buf = io.StringIO()
+    write_csv([worth], buf)
+    records, errors = read_csv(io.StringIO(buf.getvalue()), now=NOW)
+    assert errors == []
+    assert [(r.domain, r.state, [e.outcome for e in r.recent]) for r in records] == [
+        ("shop.example|items", State.COLD, [Outcome.NAVIGATION])
+    ]
+    # the site part is normalised like any key; a purpose with spaces is refused
+    records, errors = read_csv(io.StringIO("domain,state\nWWW.Shop.Example|items,cold\nx.com|a b,cold\n"), now=NOW)
+    assert [r.domain for r in records] == ["shop.example|items"]
+    assert len(errors) == 1 and "not a purpose" in str(errors[0])
