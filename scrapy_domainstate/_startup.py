@@ -24,8 +24,12 @@ def outcome_meaning(config: Config) -> str:
             "set DOMAINSTATE_OUTCOME = 'items' to count pages whose callback yields items"
         )
     if config.outcome == "items":
-        return "useful = the callback yielded at least one item (or set response.meta['domainstate_outcome'])"
-    return f"useful = what {config.outcome}(response) returns"
+        return (
+            "useful = the callback yielded at least one item (or set response.meta['domainstate_outcome']); "
+            "a page that yields only requests to the same site is navigation, never empty; "
+            "usefulness kept apart for this purpose (<domain>|items)"
+        )
+    return f"useful = what {config.outcome}(response) returns (None: navigation if the callback only follows links)"
 
 
 def startup_message(config: Config, store: str, browser: BrowserRoute) -> tuple[str, tuple[Any, ...]]:

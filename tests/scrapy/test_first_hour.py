@@ -199,6 +199,7 @@ async def test_startup_line_names_the_outcome_source_and_the_browser_route(
     assert len(start) == 1
     assert "outcome source 'items'" in start[0]
     assert "useful = the callback yielded at least one item" in start[0]
+    assert "navigation, never empty" in start[0]
     assert "browser route on" in start[0]
 
 
