@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The offline demo: install what is missing (Chromium via apt-get, the package with
 # scrapy-playwright into a virtualenv: the active one, or .venv/ in the repository, see
-# scripts/venv.sh), then crawl a simulated web of a few hundred sites on loopback twice
-# and show what the second crawl saved. Usage: bash scripts/demo.sh [demo.py options]
+# scripts/venv.sh), then crawl a simulated web of a few hundred sites on loopback three times
+# (learn, confirm, remember) and show what the last crawl saved. Usage: bash scripts/demo.sh [demo.py options]
 #   --sites N      population size (default 300)
 #   --no-browser   without Chromium (the plugin's no-browser mode)
 #   --keep DIR     keep the store, the logs and the items in DIR
