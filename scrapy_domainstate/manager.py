@@ -479,14 +479,14 @@ class DomainStateManager:
         leads = self.leads
         if force or leads.is_open(domain) or not self._engine_running():
             return None
+        if leads.busy(domain):
+            return True  # (its lead's outcome may change the state: decided again after it)
         if state is State.UNKNOWN:
             if not self._probe_alone or decision is not Decision.FETCH_THEN_BROWSER:
                 return None
         elif state is not State.ANTIBOT_HARD or decision is not Decision.BROWSER or domain in self._canaries:
             leads.open(domain)  # known: the domain's requests go as decided
             return None
-        if leads.busy(domain):
-            return True
         leads.take(domain)
         self._connect_left()
         return False

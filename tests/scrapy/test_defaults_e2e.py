@@ -1,0 +1,92 @@
+"""The shipped defaults end to end (docs/SPEC.md section 2, revised again): Scrapy's engine,
+the loopback sites, LMDB.
+
+The probe is a domain's first request, sent alone; after a dead signal the next request leads
+in turn; an antibot-hard domain's first request of a crawl is a plain canary; a lead whose
+response never comes back to the middleware (retried above it) does not stall its domain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest_twisted
+from scrapy.exceptions import IgnoreRequest
+
+from scrapy_domainstate.record import Method, State
+from tests.scrapy.test_e2e import ds_defaults, record_of, states
+
+PATHS = ("/", "/page1", "/page2", "/contact")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_dead_domain_costs_its_probe_and_the_confirmation(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    settings = {**ds_defaults(crawl_settings), "CONCURRENT_REQUESTS_PER_DOMAIN": 8}
+    urls = [sites.url("dead-root.test")] * 6  # six requests for the root, in flight together
+    result = await run_crawl(settings, urls)
+    # the first goes alone; its dead signal makes the next one lead; two signals: dead
+    assert sites.methods("dead-root.test") == ["GET", "GET"]
+    assert states(settings, "dead-root.test")["dead-root.test"] is State.DEAD
+    skipped = [f for f in result.failures if isinstance(f.exception, IgnoreRequest)]
+    assert len(skipped) == 4
+    assert result.stats["domainstate/probe/waited"] >= 5
+    assert "domainstate/probe/wait_timeout" not in result.stats
+    assert result.stats.get("domainstate/method/head", 0) == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_friendly_domains_first_request_leads_and_the_rest_follow(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    settings = {**ds_defaults(crawl_settings), "CONCURRENT_REQUESTS_PER_DOMAIN": 8}
+    urls = [sites.url("friendly.test", p) for p in PATHS] * 2
+    result = await run_crawl(settings, urls)
+    assert len(result.responses) == len(urls)
+    logged = sites.requests("friendly.test")
+    assert [r.method for r in logged] == ["GET"] * len(urls)  # no HEAD
+    assert result.stats["domainstate/probe/waited"] >= 1
+    assert "domainstate/probe/wait_timeout" not in result.stats
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_retried_lead_does_not_stall_its_domain(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
+    # every other request answers 503 and RetryMiddleware (above the plugin) retries it: the
+    # lead's response never reaches the plugin's process_response; the others must not wait
+    # out DOMAINSTATE_PROBE_TIMEOUT for it
+    sites.set_kind("flaky-lead.test", "flaky", every=2)
+    settings = {
+        **ds_defaults(crawl_settings),
+        "RETRY_ENABLED": True,
+        "RETRY_TIMES": 2,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+        "DOMAINSTATE_PROBE_TIMEOUT": 30,
+    }
+    urls = [sites.url("flaky-lead.test", p) for p in PATHS]
+    result = await run_crawl(settings, urls)
+    assert len(result.responses) == len(urls)
+    assert "domainstate/probe/wait_timeout" not in result.stats
+    assert result.stats["elapsed_time_seconds"] < 20
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_canary_of_a_hard_domain_whose_wall_came_down(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    settings = {**ds_defaults(crawl_settings), "DOMAINSTATE_BROWSER_META": None}
+    urls = [sites.url("walled.test", p) for p in PATHS]
+    sites.set_kind("walled.test", "cf-hard")
+    await run_crawl(settings, urls)
+    assert states(settings, "walled.test")["walled.test"] is State.ANTIBOT_HARD
+    # the wall comes down: the next crawl's canary (a plain fetch, the others waiting for it)
+    # passes, the domain is antibot-soft again and every page is fetched
+    sites.set_kind("walled.test", "friendly")
+    sites.reset_log()
+    second = await run_crawl(settings, urls)
+    assert second.stats["domainstate/canary"] == 1
+    assert len(second.responses) == len(urls)
+    assert all(r.emails for r in second.responses)
+    assert states(settings, "walled.test")["walled.test"] is State.ANTIBOT_SOFT
+    assert [r.method for r in sites.requests("walled.test")] == ["GET"] * len(urls)
+    assert record_of(settings, "walled.test").recent[-1].method is Method.FETCH
