@@ -60,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         "--all-mixes", action="store_true", help="run the default and every shipped mix; print a summary"
     )
     parser.add_argument("--render-cost", type=float, default=10.0, help="what a browser render costs, in GETs (10)")
+    parser.add_argument("--head-cost", type=float, default=1.0, help="what a HEAD costs, in GETs (1)")
     parser.add_argument("--store", choices=("lmdb", "memory"), default=None, help="the plugin's store (default: lmdb)")
     parser.add_argument("--lmdb-dir", default=None, help="parent directory of the LMDB store (default: /dev/shm)")
     parser.add_argument("--chart", default=None, help="write a PNG chart here (needs matplotlib)")
@@ -103,6 +104,7 @@ def _run(args: argparse.Namespace, mix: str | None, progress: bool, seed: int | 
         progress=progress,
         lmdb_dir=args.lmdb_dir,
         render_cost=args.render_cost,
+        head_cost=args.head_cost,
     )
 
 

@@ -66,9 +66,10 @@ def _ratio(a: float, b: float) -> float | None:
     return a / b if b else None
 
 
-def _with_ratios(row: Mapping[str, int], render_cost: float) -> dict[str, Any]:
+def _with_ratios(row: Mapping[str, int], render_cost: float, head_cost: float = 1.0) -> dict[str, Any]:
     out: dict[str, Any] = dict(row)
-    out["cost"] = row["requests"] + (render_cost - 1.0) * row["renders"]
+    # (a HEAD is one of the requests; ``head_cost`` prices it in GETs)
+    out["cost"] = row["requests"] - (1.0 - head_cost) * row.get("heads", 0) + (render_cost - 1.0) * row["renders"]
     out["requests_per_contact"] = _ratio(row["requests"], row["contacts"])
     out["renders_per_contact"] = _ratio(row["renders"], row["contacts"])
     out["cost_per_contact"] = _ratio(out["cost"], row["contacts"])
@@ -78,6 +79,7 @@ def _with_ratios(row: Mapping[str, int], render_cost: float) -> dict[str, Any]:
 def assemble(kind_names: list[str], kinds: list[int], per_round: list[Any], params: dict[str, Any]) -> dict[str, Any]:
     """The JSON-able result of a run (``per_round``: the rounds' counts)."""
     render_cost = params["render_cost"]
+    head_cost = params.get("head_cost", 1.0)
     total = {p: dict.fromkeys(METRICS, 0) for p in POLICIES}
     rows = [r.policies for r in per_round]
     for r in rows:
@@ -100,8 +102,8 @@ def assemble(kind_names: list[str], kinds: list[int], per_round: list[Any], para
     result = {
         "params": params,
         "population": population,
-        "rounds": [{p: _with_ratios(r[p], render_cost) for p in POLICIES} for r in rows],
-        "total": {p: _with_ratios(total[p], render_cost) for p in POLICIES},
+        "rounds": [{p: _with_ratios(r[p], render_cost, head_cost) for p in POLICIES} for r in rows],
+        "total": {p: _with_ratios(total[p], render_cost, head_cost) for p in POLICIES},
         "by_kind": by_kind,
         "decisions": [dict(sorted((str(d), n) for d, n in r.decisions.items())) for r in per_round],
         "states": [dict(sorted((f"{kind_names[k]}|{s}", n) for (k, s), n in r.states.items())) for r in per_round],

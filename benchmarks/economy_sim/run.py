@@ -244,6 +244,7 @@ def simulate(
     render_cost: float = 10.0,
     outcome: str | None = None,
     noise: Mapping[str, float] | None = None,
+    head_cost: float = 1.0,
 ) -> dict[str, Any]:
     """Run every policy over the same world; return the per-round and total counts.
 
@@ -254,6 +255,7 @@ def simulate(
     ``outcome``: ``"contacts"`` or ``"items"`` (default: the mix's ``crawl.outcome``, else
     contacts); under items a site's navigation pages are recorded as ``navigation``.
     ``noise``: values that replace the mix's ``noise`` entries (the sensitivity runs).
+    ``head_cost``: what a HEAD costs in GETs (the weighted cost).
     """
     started, cpu_started = time.perf_counter(), time.process_time()
     mix_data = load_mix(mix)
@@ -270,6 +272,8 @@ def simulate(
         raise ValueError("rounds must be >= 1")
     if days_between < 0:
         raise ValueError("days_between must be >= 0")
+    if not 0 <= head_cost <= 1:
+        raise ValueError("head_cost must be between 0 and 1 (a HEAD costs at most a GET)")
     if render_cost < 1:
         raise ValueError("render_cost must be >= 1 (a render is at least a request)")
     settings = parse_overrides(overrides)
@@ -300,6 +304,7 @@ def simulate(
         "mix": str(mix) if isinstance(mix, (str, Path)) else ("default" if mix is None else "custom"),
         "store": store,
         "render_cost": render_cost,
+        "head_cost": head_cost,
         "outcome": outcome,
         "noise": dict(noise or {}),
         "concurrency": world.concurrency,

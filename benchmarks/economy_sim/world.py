@@ -138,6 +138,8 @@ class World:
         self.stable_thr = _thr(noise.get("stable_contacts", 0.0))
         self.persist_thr = _thr(noise.get("render_fails_with_get", 0.0))
         self.false_empty_thr = _thr(noise.get("classifier_false_empty", 0.0))
+        self.revive_thr = _thr(noise.get("dead_revive", 0.0))
+        self.partial_outage_thr = _thr(noise.get("dns_outage_partial", 0.0))
 
     def _groups(self, sub: Mapping[str, Any]) -> None:
         n = self.sites
@@ -186,6 +188,7 @@ class World:
         dead = {k: v for k, v in mix["dead"].items() if not k.startswith("why")}
         self._dead_cum = _cumulative([float(dead.get(t, 0.0)) for t in DEAD_TYPES])
         self._drift = mix["drift"]["rounds"]
+        self._useful_contacts = check_range("", mix["contacts"]["useful"])
         for i in range(n):
             self._host(i, kind_cum)
 
@@ -220,7 +223,16 @@ class World:
         if spec.drifts:
             lo, hi = self._drift
             self.change[i] = lo + (h3 & 0xFFFF) % (hi - lo + 1)
-        self.stable[i] = (mix64(h3 ^ 0x2545F4914F6CDD1D) & 0xFFFF) < self.stable_thr
+        h4 = mix64(h3 ^ 0x2545F4914F6CDD1D)
+        self.stable[i] = (h4 & 0xFFFF) < self.stable_thr
+        if spec.before == DEAD and not spec.drifts and ((h4 >> 16) & 0xFFFF) < self.revive_thr:
+            # a dead site that comes back (a new owner, a restored server) at a drift round
+            lo, hi = self._drift
+            self.after[i] = FRIENDLY
+            self.change[i] = lo + ((h4 >> 32) & 0xFFFF) % (hi - lo + 1)
+            self.contact_thr[i] = self.contact_page_thr[i] = _thr(
+                _in_range(*self._useful_contacts, (h4 >> 48) & 0xFFFF)
+            )
         mask = 0
         for page in range(1, self.pages[i]):
             if (mix64((h3 + page * _GOLDEN) & _M64) & 0xFFFF) < self.broken_thr:
@@ -252,6 +264,15 @@ class World:
         """What every page of a host gets this round."""
         beh = self.behaviour(host, rnd)
         n = self.pages[host]
+        if outage is not None and beh != DEAD and n > 1 and ((h_round >> 8) & 0xFFFF) < self.partial_outage_thr:
+            # an outage shorter than the visit: its first pages fail, the rest get answers
+            cut = 1 + (h_round >> 24) % (n - 1)
+            return [
+                self._dead_page(host, beh, outage, h_round, page)
+                if page < cut
+                else self._live_page(host, beh, h_round, page, n)
+                for page in range(n)
+            ]
         if outage is not None or beh == DEAD:
             return [self._dead_page(host, beh, outage, h_round, page) for page in range(n)]
         return [self._live_page(host, beh, h_round, page, n) for page in range(n)]

@@ -721,3 +721,31 @@ def test_classifier_false_empty_misleads_the_plugin_only():
         assert fooled["rounds"][0][p]["contacts"] == clean["rounds"][0][p]["contacts"]
     # every page recorded empty: the seed's 5-page cold skips the rest of each site
     assert fooled["rounds"][0]["domainstate"]["contacts"] < clean["rounds"][0]["domainstate"]["contacts"]
+
+
+def test_dead_sites_that_come_back_and_outages_shorter_than_a_visit():
+    dead = one_kind("dead", "none", pages={"range": [4, 4]})
+    dead["drift"] = {"rounds": [2, 2]}
+    # (no DNS: a 404 root would also mark its other URLs dead for 30 days, a cost of its own)
+    dead["dead"] = {"dns": 1.0, "refused": 0.0, "tls": 0.0, "root_404": 0.0}
+    gone = run(sites=100, rounds=3, mix=dead, defaults=True)
+    back = run(sites=100, rounds=3, mix=dead, defaults=True, noise={"dead_revive": 1.0})
+    assert all(r["plain"]["contacts"] == 0 for r in gone["rounds"])
+    assert back["rounds"][0]["plain"]["contacts"] == 0 and back["rounds"][1]["plain"]["contacts"] > 0
+    # the memory finds them again once its dead hold is over (12 h: the next weekly visit)
+    assert back["rounds"][2]["domainstate"]["contacts"] >= 0.95 * back["rounds"][2]["fixable"]["contacts"]
+    live = one_kind("friendly", [1.0, 1.0], pages={"range": [6, 6]})
+    live["noise"]["dns_outage"] = 1.0
+    whole = run(sites=100, rounds=1, mix=live)["rounds"][0]
+    partial = run(sites=100, rounds=1, mix=live, noise={"dns_outage_partial": 1.0})["rounds"][0]
+    assert whole["plain"]["contacts"] == 0
+    assert 0 < partial["plain"]["contacts"] < 600
+
+
+def test_head_cost_prices_the_head_probe():
+    full = run(sites=200, rounds=1)["rounds"][0]["domainstate"]
+    cheap = run(sites=200, rounds=1, head_cost=0.1)["rounds"][0]["domainstate"]
+    assert full["heads"] == cheap["heads"] > 0
+    assert cheap["cost"] == pytest.approx(full["cost"] - 0.9 * full["heads"])
+    with pytest.raises(ValueError, match="head_cost"):
+        run(sites=10, rounds=1, head_cost=2.0)
