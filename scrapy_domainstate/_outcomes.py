@@ -75,11 +75,6 @@ class OutcomeSource:
         return "items" if self.kind == "items" else self._path
 
     @property
-    def counts_callbacks(self) -> bool:
-        """What a callback yields is evidence (``items``, and a callable that returns None)."""
-        return self.kind != "contacts"
-
-    @property
     def from_items(self) -> bool:
         """The outcome is known once the callback has run (the spider middleware's count)."""
         return self.kind == "items"

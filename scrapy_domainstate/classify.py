@@ -46,7 +46,7 @@ from .markers import (
     Marker,
     merge_markers,
 )
-from .record import HARD_BLOCK_PREFIX, Outcome
+from .record import FETCHED, HARD_BLOCK_PREFIX, Outcome
 from .textscan import (
     LiteralScanner,
     PatternScanner,
@@ -89,7 +89,7 @@ EXTENDED_SCAN_CAP = 1 << 20
 #: Grace for a certificate's ``notBefore`` against a slightly slow local clock.
 CERT_NOT_BEFORE_GRACE = 3600.0
 
-_SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY, Outcome.NAVIGATION})
+_SUCCESS = FETCHED
 _CT_ONLY = {"content-type": ""}.keys()
 #: status -> the plain ``ok-empty`` verdict (immutable, so shared).
 _OK_EMPTY: dict[int, Verdict] = {}

@@ -88,8 +88,6 @@ _UNDECIDED = ("skip", None)
 _REPORTED = (State.DEAD, State.ANTIBOT_HARD)
 _FTB = Decision.FETCH_THEN_BROWSER.value
 _DEAD_STATUSES = (404, 410)
-#: What a fetched page was worth: kept per purpose (``items``, a callable), apart from the site.
-_WORTH = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY, Outcome.NAVIGATION})
 #: States whose requests wait for room in their download slot before they are decided.
 _LEARNING = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT})
 # The pure judgements of :mod:`._evidence`, memoised: their inputs are small immutable values
@@ -133,8 +131,6 @@ class DomainStateManager:
             on_wait=lambda: self.telemetry.inc("probe/waited"),
             on_timeout=lambda: self.telemetry.inc("probe/wait_timeout"),
         )
-        #: the first request of an unknown domain is its probe (no HEAD)
-        self._probe_alone = config.probe_alone and not config.head_probe
         #: domains this crawler asked the remote service about (first sight without a probe)
         self._asked: set[str] = set()
         self.browser = BrowserRoute.from_crawler(crawler, config, self.classifier)
@@ -481,11 +477,9 @@ class DomainStateManager:
             return None
         if leads.busy(domain):
             return True  # (its lead's outcome may change the state: decided again after it)
-        if state is State.UNKNOWN:
-            if not self._probe_alone or decision is not Decision.FETCH_THEN_BROWSER:
-                return None
-        elif state is not State.ANTIBOT_HARD or decision is not Decision.BROWSER or domain in self._canaries:
-            leads.open(domain)  # known: the domain's requests go as decided
+        if not self.policy.leads(state, decision, domain in self._canaries):
+            if state is not State.UNKNOWN:
+                leads.open(domain)  # known: the domain's requests go as decided
             return None
         leads.take(domain)
         self._connect_left()
@@ -610,7 +604,7 @@ class DomainStateManager:
         host = None if request is None else self._host_facts_key(request)
         if verdict.outcome is Outcome.DEAD and request is not None and META_LEAD in request.meta:
             request.meta[META_LEAD_DEAD] = True
-        if self.purpose is not None and entry.outcome in _WORTH:
+        if self.purpose is not None and verdict.success:
             # What the page was worth goes to this purpose's record; the site's shared record
             # learns only that the page was fetched (alive, past any wall, rendered or not).
             self._record_entry(purpose_key(host or domain, self.purpose), entry, verdict, request)
@@ -736,7 +730,7 @@ class DomainStateManager:
             if useful == CALLBACK:
                 # The callback decides (the spider middleware calls record_items).
                 assert judged.record is not None
-                meta[META_PENDING] = (domain, facts.method, judged.record, certificate, self.outcomes.from_items)
+                meta[META_PENDING] = (domain, facts.method, judged.record, certificate)
                 return self._delivered(request, response, judged)
             judged = self._useful_or_certificate(judged, useful if isinstance(useful, Outcome) else None, certificate)
         return self._apply(request, response, domain, facts.method, judged)
@@ -867,8 +861,10 @@ class DomainStateManager:
                 self._release_lead(response.request)
 
     def _record_items(self, response: Response, pending: tuple[Any, ...], n_items: int, n_follow: int) -> None:
-        domain, method, verdict, certificate, items = pending
-        outcome = self.outcomes.from_count(n_items, response.meta.get(META_OUTCOME), response.url, n_follow, items)
+        domain, method, verdict, certificate = pending
+        outcome = self.outcomes.from_count(
+            n_items, response.meta.get(META_OUTCOME), response.url, n_follow, self.outcomes.from_items
+        )
         judged = self._useful_or_certificate(evidence.Evidence(record=verdict, usefulness=True), outcome, certificate)
         if judged.record is None:
             self.telemetry.inc("not_evidence")

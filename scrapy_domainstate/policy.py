@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .config import Config
-from .record import DomainStat, Method, Outcome, RecentEntry, State
+from .record import FETCHED, DomainStat, Method, Outcome, RecentEntry, State
 
 #: ``error_class`` of a render that followed a plain fetch answered with a
 #: script-only shell (the shell itself is not evidence): the browser-learning rule reads it.
@@ -92,8 +92,7 @@ _DECISIONS = {
 _FAILED = frozenset({Outcome.HTTP_ERROR, Outcome.NETWORK_ERROR, Outcome.ANTIBOT, Outcome.DEAD})
 #: ``error_class`` prefix of an invalid certificate's dead signal.
 _TLS_PREFIX = "tls:"
-#: A page was fetched (useful, empty or navigation): the site is alive.
-_SUCCESS = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY, Outcome.NAVIGATION})
+_SUCCESS = FETCHED
 _COLD_FROM = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT, State.ANTIBOT_HARD, State.FRIENDLY})
 
 
@@ -247,6 +246,16 @@ class Policy:
         if state is State.FRIENDLY and self.config.friendly_fallback:
             return Decision.FETCH_THEN_BROWSER
         return _DECISIONS[state]
+
+    def leads(self, state: State, decision: Decision, canaried: bool) -> bool:
+        """Whether a domain's first request of a visit goes alone, the others waiting for its
+        outcome: an ``unknown`` domain's probe (with ``probe_alone`` and no HEAD probe), or an
+        ``antibot-hard`` domain's canary (once per visit, ``canaried``: sent already). The
+        canary is sent as a plain fetch with the browser fallback (``Decision.FETCH_THEN_BROWSER``)."""
+        if state is State.UNKNOWN:
+            cfg = self.config
+            return cfg.probe_alone and not cfg.head_probe and decision is Decision.FETCH_THEN_BROWSER
+        return state is State.ANTIBOT_HARD and decision is Decision.BROWSER and not canaried
 
     def decide(self, stat: DomainStat | None, now: float) -> Decision:
         """What to do with a request for this domain at ``now``."""
@@ -496,14 +505,9 @@ class Policy:
 
     @staticmethod
     def domain_entry(entry: RecentEntry) -> RecentEntry | None:
-        """What the domain's record gets of an outcome of a request to a non-root host:
-        the entry itself (:meth:`for_domain`), or, for a HEAD probe whose verdict is the
-        host's, a ``no-verdict`` HEAD (the probe of the period was sent), or nothing."""
-        if Policy.for_domain(entry):
-            if entry.error_class == SHELL_RENDER:
-                # Client rendering is the host's (its own software): the domain learns nothing.
-                return RecentEntry(entry.at, entry.method, entry.outcome, entry.status, None)
-            return entry
+        """What the domain's record gets of an outcome of a request to a non-root host: for a
+        HEAD probe, a ``no-verdict`` HEAD (the probe of the period was sent); else nothing
+        (:meth:`for_domain`: every fact of the host is its own)."""
         if entry.method is Method.HEAD:
             return RecentEntry(entry.at, Method.HEAD, Outcome.NO_VERDICT, entry.status, entry.error_class)
         return None

@@ -72,6 +72,9 @@ class Outcome(str, Enum):
         return self.value
 
 
+#: Outcomes of a page that was fetched (useful, empty or navigation): the site is alive.
+FETCHED = frozenset({Outcome.OK_CONTACT, Outcome.OK_EMPTY, Outcome.NAVIGATION})
+
 #: ``error_class`` prefix of an antibot verdict that is a hard block (firewall
 #: rule, IP ban): it sends the domain straight to ``antibot-hard``.
 HARD_BLOCK_PREFIX = "block:"

@@ -28,7 +28,7 @@ __all__ = ["DomainStateSpiderMiddleware"]
 class DomainStateSpiderMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.manager = DomainStateManager.for_crawler(crawler)
-        if not self.manager.outcomes.counts_callbacks:
+        if self.manager.outcomes.purpose is None:
             # Only the "items" and callable outcome sources need to see what callbacks yield. No message:
             # Scrapy logs a NotConfigured message as a WARNING, and this is the default case.
             raise NotConfigured

@@ -58,7 +58,7 @@ class PluginVisit:
         #: per host, its leading navigation pages; only the items outcome tells them apart
         #: (under contacts they are pages without contacts, ok-empty)
         self.navs = navs if navs is not None and config.outcome != "contacts" else None
-        self.probe_alone = config.probe_alone and not config.head_probe
+        self.policy = Policy(config)
         #: the outcome recorded last (a lead's tells whether the host is open)
         self._last: Outcome | None = None
         #: canaries sent (the close summary's count)
@@ -174,13 +174,12 @@ class PluginVisit:
             decision, state = self._open(host, page, p, now)
             lead = False
             if not opened and decision is not SKIP:
-                if state is State.UNKNOWN and self.probe_alone and decision is FTB:
-                    lead = True
-                elif state is State.ANTIBOT_HARD and decision is BROWSER and not canaried:
-                    lead = canaried = True
+                lead = self.policy.leads(state, decision, canaried)
+                if lead and state is State.ANTIBOT_HARD:  # its canary: a plain fetch, browser fallback
+                    canaried = True
                     decision = FTB
                     self.canaries += 1
-                else:
+                elif not lead and state is not State.UNKNOWN:
                     opened = True
             why.append((decision, state))
             if decision is not SKIP:

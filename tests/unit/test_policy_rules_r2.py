@@ -232,3 +232,30 @@ def test_a_head_probe_is_still_the_seed_pipeline() -> None:
     assert policy.decide(None, 1.0) is Decision.PROBE
     assert defaults().decide(None, 1.0) is Decision.FETCH_THEN_BROWSER
     assert H  # (the HEAD method of the tables)
+
+
+LEADS = [
+    # (state, decision, canary sent, config) -> the first request goes alone
+    ("unknown-probe", State.UNKNOWN, Decision.FETCH_THEN_BROWSER, False, {}, True),
+    (
+        "unknown-head-probe-instead",
+        State.UNKNOWN,
+        Decision.FETCH_THEN_BROWSER,
+        False,
+        {"DOMAINSTATE_HEAD_PROBE": True},
+        False,
+    ),
+    ("unknown-no-probe", State.UNKNOWN, Decision.FETCH_THEN_BROWSER, False, {"DOMAINSTATE_PROBE_ALONE": False}, False),
+    ("unknown-learned-browser", State.UNKNOWN, Decision.BROWSER, False, {}, False),
+    ("hard-canary", State.ANTIBOT_HARD, Decision.BROWSER, False, {}, True),
+    ("hard-canary-sent", State.ANTIBOT_HARD, Decision.BROWSER, True, {}, False),
+    ("friendly", State.FRIENDLY, Decision.FETCH_THEN_BROWSER, False, {}, False),
+    ("soft", State.ANTIBOT_SOFT, Decision.FETCH_THEN_BROWSER, False, {}, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("state", "decision", "canaried", "settings", "expected"), [r[1:] for r in LEADS], ids=[r[0] for r in LEADS]
+)
+def test_which_first_request_goes_alone(state, decision, canaried, settings, expected) -> None:
+    assert Policy(Config.from_settings(settings)).leads(state, decision, canaried) is expected
