@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from ._failures import quiet_startup_failures
 from ._switch import off_reason, report_off
 from .config import Config, log_unknown_settings
 from .extension import DomainStateExtension
@@ -55,6 +56,7 @@ class Addon:
         return cls(crawler)
 
     def update_settings(self, settings: BaseSettings) -> None:
+        quiet_startup_failures(settings)
         config = Config.from_settings(settings)
         log_unknown_settings(settings, self.crawler)
         reason = off_reason(config, getattr(self.crawler, "spider", None))

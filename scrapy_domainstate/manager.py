@@ -39,6 +39,7 @@ from . import _routing as routing
 from ._adoption import adopt
 from ._browser import BrowserRoute, wake_shell_engine
 from ._deadurls import DeadUrls
+from ._failures import quiet_startup_failures
 from ._outcomes import CALLBACK, META_OUTCOME, OutcomeSource
 from ._probes import META_PROBE, LeadGate, ProbeGate, probe_request, send_probe
 from ._sendgate import SendGate
@@ -154,6 +155,7 @@ class DomainStateManager:
         """
         manager = getattr(crawler, "domainstate", None)
         if manager is None:
+            quiet_startup_failures(crawler.settings)
             try:
                 config = Config.from_settings(crawler.settings)
             except ConfigError as exc:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import CloseSpider
 
+from ._failures import store_unavailable
 from .manager import DomainStateManager
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class DomainStatePipeline:
         try:
             self.manager.open()
         except CloseSpider as exc:
+            store_unavailable()
             raise DomainStateUnavailable(
                 f"scrapy-domainstate: {exc.reason}: the store cannot open (the ERROR above says why); "
                 "the crawl did not start"

@@ -457,3 +457,45 @@ async def test_in_process_the_crawl_fails_to_start(sites: Any, crawl_settings: A
     assert isinstance(result.start_failed, DomainStateUnavailable)
     assert result.stats["finish_reason"] == "domainstate_unavailable"
     assert sites.requests("friendly.test") == []
+
+
+# --------------------------------------- start-up failures are one line (issue 27, item 1)
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("DOMAINSTATE_COLD_THRESHOLD=abc", "DOMAINSTATE_COLD_THRESHOLD must be an integer, got 'abc'"),
+        ("DOMAINSTATE_DEAD_HOLD=3x", "DOMAINSTATE_DEAD_HOLD must be a number of seconds or a duration"),
+        ("DOMAINSTATE_FRIENDLY_FALLBACK=maybe", "DOMAINSTATE_FRIENDLY_FALLBACK must be a boolean, got 'maybe'"),
+        ("DOMAINSTATE_OUTCOME=nope.mod.useful", "DOMAINSTATE_OUTCOME: cannot import 'nope.mod.useful'"),
+    ],
+)
+def test_a_bad_setting_is_one_error_line(tmp_path: Path, setting: str, named: str) -> None:
+    root = _project(tmp_path, "")
+    proc = _crawl(root, "-s", setting, "-s", f"DOMAINSTATE_LMDB_PATH={tmp_path / 'ds'}")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    assert named in errors[0]
+    assert "fix it in settings.py" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert "Task exception was never retrieved" not in proc.stderr
+
+
+def test_a_store_that_cannot_open_is_one_error_line(tmp_path: Path) -> None:
+    root = _project(tmp_path, "")
+    proc = _crawl(root, "-s", "DOMAINSTATE_LMDB_PATH=/proc/nope")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    assert "cannot open the store (lmdb:/proc/nope)" in errors[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_log_level_debug_keeps_the_tracebacks(tmp_path: Path) -> None:
+    root = _project(tmp_path, "")
+    proc = _crawl(root, "-L", "DEBUG", "-s", "DOMAINSTATE_COLD_THRESHOLD=abc")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" in proc.stderr
+    assert "DOMAINSTATE_COLD_THRESHOLD must be an integer" in proc.stderr
