@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,8 @@ __all__ = [
     "DEFAULT_RENDERED",
     "PLAYWRIGHT_HANDLER",
     "BrowserRoute",
+    "is_launch_failure",
+    "playwright_launch",
     "rendered_by_playwright",
     "wait_out_challenge",
     "wake_shell_engine",
@@ -90,6 +93,52 @@ def _load_callable(name: str, value: Any) -> Callable[..., Any]:
     return obj
 
 
+def playwright_launch(settings: Any) -> tuple[str, str | None]:
+    """What scrapy-playwright will launch, and why it cannot (``None``: nothing known against it).
+
+    A browser reached over ``PLAYWRIGHT_CDP_URL`` or ``PLAYWRIGHT_CONNECT_URL`` is trusted; an
+    ``executable_path`` in ``PLAYWRIGHT_LAUNCH_OPTIONS`` must be an executable file. Playwright's
+    own browsers are found only when the first render launches one (a failure then turns the
+    route off: :meth:`BrowserRoute.launch_failed`).
+    """
+    get = settings.get if hasattr(settings, "get") else (lambda name, default=None: default)
+    kind = str(get("PLAYWRIGHT_BROWSER_TYPE") or "chromium")
+    for name in ("PLAYWRIGHT_CDP_URL", "PLAYWRIGHT_CONNECT_URL"):
+        if get(name):
+            return f"{kind} at {name} {get(name)}", None
+    options = get("PLAYWRIGHT_LAUNCH_OPTIONS") or {}
+    path = options.get("executable_path") if isinstance(options, Mapping) else None
+    if not path:
+        return f"Playwright's own {kind}", None
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return "", (
+            f"PLAYWRIGHT_LAUNCH_OPTIONS executable_path {path!r} is not an executable file "
+            f"(install the browser there, e.g. Debian's chromium package, or fix the path)"
+        )
+    return f"{kind} at {path}", None
+
+
+def is_launch_failure(exc: BaseException) -> bool:
+    """Playwright could not start or reach the browser (not a page that failed to load)."""
+    if not type(exc).__module__.startswith("playwright"):
+        return False
+    text = str(exc)
+    return any(mark in text for mark in _LAUNCH_MARKS)
+
+
+#: how Playwright's errors say the browser itself is the problem
+_LAUNCH_MARKS = (
+    "BrowserType.launch",
+    "BrowserType.connect",
+    "Executable doesn't exist",
+)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not set(line.strip()) <= {"=", "-"}]
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
+
+
 def _is_playwright_handler(path: Any) -> bool:
     if path is None:
         return False
@@ -115,6 +164,8 @@ class BrowserRoute:
     #: why the route is off, or why it covers only some schemes (``None``: all is well)
     reason: str | None
     rendered_check: Callable[[Response], Any] = rendered_by_playwright
+    #: what the handler will launch, for the start-up line ("chromium at /usr/bin/chromium")
+    launches: str = ""
     #: seconds a scrapy-playwright render waits for a challenge to pass (0: no wait)
     challenge_wait: float = 0.0
     classifier: Classifier | None = None
@@ -122,6 +173,8 @@ class BrowserRoute:
 
     def __post_init__(self) -> None:
         self._items = tuple((self.meta or {}).items())
+        #: the meta keys a render carries (kept when the route goes off, to strip them)
+        self.render_keys = frozenset(k for k, _ in self._items) | {"playwright_page_methods"}
 
     @property
     def enabled(self) -> bool:
@@ -137,13 +190,13 @@ class BrowserRoute:
         wait = config.browser_challenge_wait
 
         def off(reason: str) -> BrowserRoute:
-            return cls(None, frozenset(), reason, rendered, 0.0, classifier)
+            return cls(None, frozenset(), reason, rendered, "", 0.0, classifier)
 
         if meta is None:
             return off("DOMAINSTATE_BROWSER_META is None")
         if config.browser_rendered != DEFAULT_RENDERED:
             # Your own render check: your handler is trusted to answer the meta.
-            return cls(dict(meta), frozenset(_SCHEMES), None, rendered, wait, classifier)
+            return cls(dict(meta), frozenset(_SCHEMES), None, rendered, "your browser handler", wait, classifier)
         if not meta.get("playwright"):
             return off(
                 f"DOMAINSTATE_BROWSER_META = {dict(meta)!r} has no 'playwright': True, and "
@@ -159,10 +212,13 @@ class BrowserRoute:
         if not schemes:
             return off("DOWNLOAD_HANDLERS maps neither http nor https to scrapy-playwright's handler")
         reason = None
+        launches, missing_browser = playwright_launch(settings)
+        if missing_browser:
+            return off(missing_browser)
         if schemes != frozenset(_SCHEMES):
             missing = ", ".join(s for s in _SCHEMES if s not in schemes)
             reason = f"DOWNLOAD_HANDLERS maps {missing} to no browser handler: those requests are never rendered"
-        return cls(dict(meta), schemes, reason, rendered, wait, classifier)
+        return cls(dict(meta), schemes, reason, rendered, launches, wait, classifier)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: Config, classifier: Classifier | None = None) -> BrowserRoute:
@@ -180,6 +236,22 @@ class BrowserRoute:
         elif route.reason:
             logger.warning("scrapy-domainstate: %s", route.reason, extra={"crawler": crawler})
         return route
+
+    def launch_failed(self, crawler: Crawler, exc: BaseException) -> None:
+        """The browser did not start (the first render's failure says so): the route is off
+        for the rest of the crawl, with one WARNING, as if no browser had been configured."""
+        self.reason = f"the browser did not launch: {_first_line(exc)}"
+        self.meta, self.schemes, self._items = None, frozenset(), ()
+        crawler.stats.set_value("domainstate/browser/off", 1)
+        crawler.stats.set_value("domainstate/browser/launch_failed", 1)
+        logger.warning(
+            "scrapy-domainstate: %s. The browser route is off for the rest of this crawl: nothing more "
+            "is rendered or recorded as a render; antibot-hard domains are skipped, the others are "
+            "fetched plainly. Check PLAYWRIGHT_BROWSER_TYPE and PLAYWRIGHT_LAUNCH_OPTIONS "
+            "(executable_path), or run `playwright install chromium`",
+            self.reason,
+            extra={"crawler": crawler},
+        )
 
     # ------------------------------------------------------------ requests
 

@@ -36,7 +36,8 @@ def startup_message(config: Config, store: str, browser: BrowserRoute) -> tuple[
     """The INFO line logged when the store is open, as a lazy ``%`` message and its arguments."""
     if browser.enabled:
         schemes = "/".join(sorted(browser.schemes))
-        route = f"browser route on ({schemes}, meta {dict(browser.meta or {})!r})"
+        launches = f"{browser.launches}, " if browser.launches else ""
+        route = f"browser route on ({launches}{schemes}, meta {dict(browser.meta or {})!r})"
     else:
         route = f"browser route off ({browser.reason})"
     return (

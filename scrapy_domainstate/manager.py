@@ -37,7 +37,7 @@ from . import _evidence as evidence
 from . import _registry
 from . import _routing as routing
 from ._adoption import adopt
-from ._browser import BrowserRoute, wake_shell_engine
+from ._browser import BrowserRoute, is_launch_failure, wake_shell_engine
 from ._deadurls import DeadUrls
 from ._failures import quiet_startup_failures
 from ._outcomes import CALLBACK, META_OUTCOME, OutcomeSource
@@ -798,6 +798,8 @@ class DomainStateManager:
             # Decided and sent on, then dropped by another component (its process_request).
             self.telemetry.count(out["domain"], "dropped")
             return None
+        if is_launch_failure(exception):
+            return self._without_browser(request, exception)
         self.telemetry.count(out["domain"], out["method"])
         facts = self._evidence_facts(request)
         verdict = self.classifier.failure(exception)
@@ -806,6 +808,19 @@ class DomainStateManager:
         if facts.method is Method.TAB:
             self._hard_render_failed(request)
         return self._reissue(request, verdict.outcome) if judged.reissue else None
+
+    def _without_browser(self, request: Request, exception: BaseException) -> Request:
+        """The browser did not launch: the route goes off (once), nothing is recorded as a
+        render, and the request is decided again without a browser. A re-issue is dropped:
+        its plain fetch was the page, and it was recorded."""
+        if self.browser.enabled:
+            self.browser.launch_failed(self.crawler, exception)
+        self.telemetry.inc("browser/launch_failed_requests")
+        if request.meta.get(META_REISSUE) == request.url:
+            raise IgnoreRequest(f"domainstate: not rendered, the browser did not launch ({self.browser.reason})")
+        drop = self.browser.render_keys
+        meta = {k: v for k, v in request.meta.items() if k not in drop and k != META_DECISION}
+        return request.replace(dont_filter=True, meta=meta)
 
     def _robots_failed(self, exception: BaseException) -> None:
         """RobotsTxtMiddleware logs an ERROR with a traceback for every robots.txt it cannot

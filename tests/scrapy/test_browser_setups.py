@@ -459,3 +459,49 @@ async def test_shell_with_the_browser_renders(sites: Any, tmp_path: Path) -> Non
     assert out["recent"] == [["fetch", "antibot"], ["tab", "ok-contact"]]
     assert out["tab_total"] == 1
     assert any(r.browser for r in sites.requests("cf-soft-shell2.test"))
+
+
+# ------------------------------------------------------------------ a browser that is not there
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_missing_browser_executable_turns_the_route_off_at_start_up(
+    sites: Any, crawl_settings: Any, run_crawl: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = browser_setup(crawl_settings)
+    settings["PLAYWRIGHT_LAUNCH_OPTIONS"] = {
+        **settings["PLAYWRIGHT_LAUNCH_OPTIONS"],
+        "executable_path": "/nope/chromium",
+    }
+    caplog.set_level(logging.INFO)
+    soft = sites.url("cf-soft.test")
+    result = await run_crawl(settings, [soft, sites.url("cf-soft.test", "/page1")])
+    [warning] = domainstate_warnings(caplog)
+    assert "executable_path '/nope/chromium' is not an executable file" in warning
+    assert result.stats["domainstate/browser/off"] == 1
+    assert "domainstate/browser_reissue" not in result.stats
+    assert not any(r.browser for r in sites.requests("cf-soft.test"))
+    assert all(method is not Method.TAB for method, _ in entries(settings, "cf-soft.test"))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_browser_that_does_not_launch_turns_the_route_off_once(
+    sites: Any, crawl_settings: Any, run_crawl: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = browser_setup(crawl_settings)
+    # an executable that is not a browser: the start-up check passes, the first launch fails
+    settings["PLAYWRIGHT_LAUNCH_OPTIONS"] = {**settings["PLAYWRIGHT_LAUNCH_OPTIONS"], "executable_path": "/bin/false"}
+    caplog.set_level(logging.INFO)
+    urls = [sites.url("cf-soft.test"), sites.url("cf-soft.test", "/page1"), sites.url("friendly.test")]
+    result = await run_crawl(settings, urls)
+    started = [r.getMessage() for r in caplog.records if "browser route on" in r.getMessage()]
+    assert started and "chromium at /bin/false" in started[0]
+    launch = [r.getMessage() for r in caplog.records if "did not launch" in r.getMessage()]
+    assert len(launch) == 1, launch
+    assert result.stats["domainstate/browser/launch_failed"] == 1
+    # no Playwright traceback per request, and nothing recorded as a render
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
+    assert all(method is not Method.TAB for method, _ in entries(settings, "cf-soft.test"))
+    assert record_of(settings, "cf-soft.test").tab_total == 0
+    # the friendly site is unaffected
+    assert result.response_for(sites.url("friendly.test")).status == 200
