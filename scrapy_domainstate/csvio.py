@@ -28,10 +28,19 @@ from typing import Any, TextIO
 
 from ._time import parse_duration
 from .config import DEFAULT_TTL
-from .keys import _DIGEST_CHARS, MAX_KEY_BYTES, domain_key, host_of, purpose_key, purpose_of_key
+from .keys import _DIGEST_CHARS, MAX_KEY_BYTES, domain_key, host_fact_key, host_of, purpose_key, purpose_of_key
 from .record import _U32, MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
 
-__all__ = ["COLUMNS", "EXPORTED_COLUMNS", "MINIMAL_COLUMNS", "RowError", "read_csv", "row_of", "write_csv"]
+__all__ = [
+    "COLUMNS",
+    "DERIVED_COLUMNS",
+    "EXPORTED_COLUMNS",
+    "MINIMAL_COLUMNS",
+    "RowError",
+    "read_csv",
+    "row_of",
+    "write_csv",
+]
 
 #: The record's fields, ``recent`` (a JSON cell) last.
 #: Fields added in 0.2 (the dead confirmation chain, a learned "needs the browser"): after
@@ -41,6 +50,13 @@ _OPTIONAL = {"dead_visits": "0", "dead_at": "0.0", "browser_since": "0.0"}
 COLUMNS = (*(f.name for f in fields(DomainStat) if f.name != "recent" and f.name not in _OPTIONAL), "recent")
 #: What an export writes: :data:`COLUMNS`, then the optional columns.
 EXPORTED_COLUMNS = (*COLUMNS, *_OPTIONAL)
+#: Written by ``scrapy domainstate export`` after :data:`EXPORTED_COLUMNS`, read by people, ignored
+#: on import (derived from the records): ``part_of`` says whose part a record is (``host of
+#: example.com`` for a hostname's own facts, ``items of example.com`` for a purpose's worth;
+#: empty for a domain), ``effective_state`` the state its requests are decided by now.
+DERIVED_COLUMNS = ("part_of", "effective_state")
+#: Columns an older row may stop before (the derived ones are never needed).
+_OMISSIBLE = frozenset((*_OPTIONAL, *DERIVED_COLUMNS))
 _COUNTERS = ("fetch_total", "fetch_ok", "fetch_ok_empty", "tab_total", "tab_ok")
 _TIMES = ("first_seen", "last_seen", "state_changed_at", "probed_at")
 _VALID_STATES = ", ".join(s.value for s in State)
@@ -122,14 +138,16 @@ def write_csv(
     *,
     keep: Callable[[DomainStat], bool] | None = None,
     tick: Callable[[int], None] | None = None,
+    derived: Callable[[DomainStat], tuple[str, str]] | None = None,
 ) -> int:
     """Write a header and one row per record to ``fh``; returns the rows written.
 
     ``keep`` filters records; ``tick(n_seen)`` is called for every record read
-    (progress display). ``fh`` should be opened with ``newline=""``.
+    (progress display); ``derived`` adds the :data:`DERIVED_COLUMNS`. ``fh`` should be
+    opened with ``newline=""``.
     """
     writer = csv.writer(fh, lineterminator="\n")
-    writer.writerow(EXPORTED_COLUMNS)
+    writer.writerow(EXPORTED_COLUMNS if derived is None else (*EXPORTED_COLUMNS, *DERIVED_COLUMNS))
     written = seen = 0
     for stat in stats:
         seen += 1
@@ -137,7 +155,7 @@ def write_csv(
             tick(seen)
         if keep is not None and not keep(stat):
             continue
-        writer.writerow(row_of(stat))
+        writer.writerow(row_of(stat) if derived is None else (*row_of(stat), *derived(stat)))
         written += 1
     return written
 
@@ -276,7 +294,10 @@ def _recent(text: str, first_seen: float | None) -> list[RecentEntry]:
     return out
 
 
-def _domain(text: str, per_hostname: bool) -> str:
+def _domain(text: str, per_hostname: bool, hosts: bool = False) -> str:
+    """The key of a row's ``domain`` cell: a domain key; with ``hosts`` (an export's full rows),
+    a hostname whose facts are its own keeps its key (``blog.example.com``, see
+    :func:`~.keys.host_fact_key`), so an export with host facts reads back as it was."""
     raw = text.strip()
     if not raw:
         raise _Bad("domain is empty")
@@ -300,7 +321,7 @@ def _domain(text: str, per_hostname: bool) -> str:
             return raw
         raise _Bad(f"domain {raw[:80]!r} is not a host name nor a shortened key")
     try:
-        key = domain_key(raw, per_hostname=per_hostname)
+        key = (hosts and host_fact_key(raw, per_hostname)) or domain_key(raw, per_hostname=per_hostname)
     except (ValueError, UnicodeError):
         key = ""
     if not key:
@@ -347,7 +368,7 @@ def _ttl_cell(text: str) -> float | None:
 
 def _parse_row(cells: dict[str, str], per_hostname: bool) -> DomainStat:
     row = _Row()
-    domain = row.cell(_domain, cells["domain"], per_hostname)
+    domain = row.cell(_domain, cells["domain"], per_hostname, True)
     state = row.cell(_state, cells["state"])
     counters = {name: row.cell(_int_cell, name, cells[name]) for name in _COUNTERS}
     times = {name: row.cell(_float, name, cells[name]) for name in _TIMES if name != "probed_at"}
@@ -418,7 +439,7 @@ def _header(reader: Any) -> list[str] | RowError:
 
 def _header_error(names: list[str], minimal: bool) -> RowError | None:
     """The error of a header with missing, unknown or repeated columns, or ``None``."""
-    expected = MINIMAL_COLUMNS if minimal else EXPORTED_COLUMNS
+    expected = MINIMAL_COLUMNS if minimal else (*EXPORTED_COLUMNS, *DERIVED_COLUMNS)
     missing = [c for c in COLUMNS if c not in names] if not minimal else []
     unknown = [n for n in names if n not in expected]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -440,7 +461,7 @@ def _header_error(names: list[str], minimal: bool) -> RowError | None:
 def _trailing_optional(names: list[str]) -> int:
     """How many optional columns end the header (an older file's rows may lack them)."""
     trailing_optional = 0
-    while trailing_optional < len(names) and names[len(names) - 1 - trailing_optional] in _OPTIONAL:
+    while trailing_optional < len(names) and names[len(names) - 1 - trailing_optional] in _OMISSIBLE:
         trailing_optional += 1
     return trailing_optional
 

@@ -49,6 +49,7 @@ __all__ = [
     "host_of",
     "is_domain_key",
     "is_site_root",
+    "part_of",
     "purpose_key",
     "purpose_of_key",
     "request_keys",
@@ -406,3 +407,22 @@ def purpose_of_key(key: str) -> tuple[str, str] | None:
     """``(site key, purpose)`` of a :func:`purpose_key`, or ``None`` for a site's own key."""
     site, sep, purpose = key.rpartition(PURPOSE_SEP)
     return (site, purpose) if sep and site and purpose else None
+
+
+def part_of(key: str, per_hostname: bool = False) -> tuple[str, str] | None:
+    """``(domain, relation)`` for a stored key that is part of a domain's memory rather than
+    a domain of its own: a hostname's own facts (``"host"``, docs/SPEC.md section 2) or a
+    purpose's worth record (``"items"``, a callable's path...). ``None`` for a domain's key.
+
+    >>> part_of("blog.example.co.uk"), part_of("example.co.uk|items"), part_of("example.co.uk")
+    (('example.co.uk', 'host'), ('example.co.uk', 'items'), None)
+    >>> part_of("blog.example.co.uk", per_hostname=True) is None
+    True
+    """
+    purpose = purpose_of_key(key)
+    if purpose is not None:
+        return purpose
+    if per_hostname or not key:
+        return None
+    domain = domain_key(key)
+    return (domain, "host") if domain and domain != key else None

@@ -46,10 +46,21 @@ from typing import Any, TextIO
 
 from ._time import DAY, HOUR, MINUTE
 from .crawllog import CrawlSummary
+from .keys import part_of
 from .policy import Policy
 from .record import DomainStat, Outcome, RecentEntry, State
 
-__all__ = ["Changed", "DomainRow", "Summary", "render_html", "state_reason", "summarize", "write_report"]
+__all__ = [
+    "Changed",
+    "DomainRow",
+    "Summary",
+    "part_label",
+    "plural",
+    "render_html",
+    "state_reason",
+    "summarize",
+    "write_report",
+]
 
 #: Days shown by the per-day charts (the most recent ones).
 WINDOW_DAYS = 60
@@ -148,6 +159,19 @@ class DomainRow:
     fetches: int = field(compare=False)
     useful: int = field(compare=False)
     renders: int = field(compare=False)
+    #: ``(domain, relation)`` for a host's own facts or a purpose's record (:func:`~.keys.part_of`)
+    part_of: tuple[str, str] | None = field(default=None, compare=False)
+
+    @property
+    def label(self) -> str:
+        """The key, and what it is part of: ``blog.example.com (host of example.com)``."""
+        return self.domain if self.part_of is None else f"{self.domain} ({part_label(self.part_of)})"
+
+
+def part_label(part: tuple[str, str]) -> str:
+    """``host of example.com`` or ``items record of example.com``."""
+    domain, relation = part
+    return f"host of {domain}" if relation == "host" else f"{relation} record of {domain}"
 
 
 @dataclass(frozen=True, order=True)
@@ -188,25 +212,26 @@ class Summary:
     reasons: Counter[tuple[State, str]] = field(default_factory=Counter)
     examples: dict[tuple[State, str], list[str]] = field(default_factory=dict)
     table_rows: int = TABLE_ROWS
+    #: keys are hostnames (``DOMAINSTATE_PER_HOSTNAME``): no record is part of another's
+    per_hostname: bool = False
+    #: records that are part of a domain (hosts' own facts, purposes' records), by relation;
+    #: not in :attr:`total` nor :attr:`states`, which count domains
+    parts: Counter[str] = field(default_factory=Counter)
     _top: list[Changed] = field(default_factory=list)
     _rows: list[DomainRow] = field(default_factory=list)
 
     def add(self, stat: DomainStat, policy: Policy) -> None:
         now = self.now
-        self.total += 1
-        if policy.is_expired(stat, now):
-            self.expired += 1
         current = policy.current(stat, stat.domain, now)
-        self.states[current.state] += 1
         reason = state_reason(stat, current)
-        self.reasons[current.state, reason] += 1
-        examples = self.examples.setdefault((current.state, reason), [])
-        if len(examples) < EXAMPLES:
-            examples.append(stat.domain)
-        if self.table_rows > 0:
-            self._add_row(stat, current, reason)
+        part = part_of(stat.domain, self.per_hostname)
         first_minute = _minute(now) - int(HOURLY_WINDOW * HOUR / MINUTE) + 1
-        self._add_times(current, first_minute)
+        if part is None:
+            self._add_domain(stat, current, reason, policy, first_minute)
+        else:
+            self.parts["host" if part[1] == "host" else "purpose"] += 1
+        if self.table_rows > 0:
+            self._add_row(stat, current, reason, part)
         recent = stat.recent
         for entry in recent:
             self.outcomes[_day(entry.at), entry.outcome] += 1
@@ -230,7 +255,21 @@ class Summary:
                 elif changed > self._top[0]:
                     heapq.heapreplace(self._top, changed)
 
-    def _add_row(self, stat: DomainStat, current: DomainStat, reason: str) -> None:
+    def _add_domain(
+        self, stat: DomainStat, current: DomainStat, reason: str, policy: Policy, first_minute: int
+    ) -> None:
+        """Count a domain's own record: its state, its reason, its coming expiry."""
+        self.total += 1
+        if policy.is_expired(stat, self.now):
+            self.expired += 1
+        self.states[current.state] += 1
+        self.reasons[current.state, reason] += 1
+        examples = self.examples.setdefault((current.state, reason), [])
+        if len(examples) < EXAMPLES:
+            examples.append(stat.domain)
+        self._add_times(current, first_minute)
+
+    def _add_row(self, stat: DomainStat, current: DomainStat, reason: str, part: tuple[str, str] | None) -> None:
         """Keep the record in the domain table if it is among the most recently seen."""
         row = DomainRow(
             stat.last_seen,
@@ -242,6 +281,7 @@ class Summary:
             stat.fetch_total,
             stat.fetch_ok + stat.tab_ok,
             stat.tab_total,
+            part,
         )
         if len(self._rows) < self.table_rows:
             heapq.heappush(self._rows, row)
@@ -291,7 +331,7 @@ def summarize(
     tick: Callable[[int], None] | None = None,
 ) -> Summary:
     """Read every record once; ``tick(n)`` is called after each (progress display)."""
-    summary = Summary(now=now, top_n=top, table_rows=rows)
+    summary = Summary(now=now, top_n=top, table_rows=rows, per_hostname=policy.config.per_hostname)
     for n, stat in enumerate(records, 1):
         summary.add(stat, policy)
         if tick is not None:
@@ -511,7 +551,7 @@ _CSS = """
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);
 font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
-main{max-width:980px;margin:0 auto;padding:24px 28px 48px}
+main{max-width:1800px;margin:0 auto;padding:24px 28px 48px}
 h1{font-size:26px;margin:0 0 4px}h2{font-size:20px;margin:36px 0 8px;border-bottom:1px solid var(--line);
 padding-bottom:4px}h3{font-size:16px;margin:24px 0 6px}
 .meta,.note{color:var(--muted);margin:4px 0 12px}.note{font-size:14px;max-width:760px}
@@ -527,7 +567,9 @@ th{background:var(--card);font-weight:600}td.num,th.num{text-align:right;font-va
 td.when{white-space:nowrap}
 td.domain,.examples{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;word-break:normal;overflow-wrap:normal;
 hyphens:none}
-td.domain{min-width:14em}.examples{font-size:13px;color:var(--muted)}
+td.domain{min-width:14em}.part{font-size:12px;color:var(--muted);font-family:system-ui,sans-serif}
+td.reason{white-space:nowrap}details.more[open]{white-space:normal;min-width:22em}details.more summary{cursor:pointer;list-style:none}
+details.more summary::-webkit-details-marker{display:none}details.more[open] summary{display:none}.examples{font-size:13px;color:var(--muted)}
 .filters{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin:8px 0}
 .filters input,.filters select{font:inherit;padding:4px 8px;border:1px solid var(--line);border-radius:6px}
 .filters input{min-width:260px}
@@ -595,6 +637,30 @@ def _changed_table(summary: Summary) -> str:
     )
 
 
+def plural(n: int, word: str) -> str:
+    """``1 domain``, ``2 domains``, ``1,000 requests``."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+#: Reasons longer than this are cut in the tables, the whole text shown on hover and on click.
+SHORT_REASON = 36
+
+
+def _reason(text: str) -> str:
+    """A reason in a few words; a longer one in full on demand (``<details>``, and the title)."""
+    if len(text) <= SHORT_REASON:
+        return _e(text)
+    short = text[:SHORT_REASON].rsplit(" ", 1)[0].rstrip(" ,;:(") + "…"
+    return f'<details class="more" title="{_e(text)}"><summary>{_e(short)}</summary>{_e(text)}</details>'
+
+
+def _row_name(row: DomainRow) -> str:
+    """The key; a host's facts or a purpose's record say whose part they are."""
+    if row.part_of is None:
+        return _domain(row.domain)
+    return f'{_domain(row.domain)}<div class="part">{_e(part_label(row.part_of))}</div>'
+
+
 def _domain(name: str) -> str:
     """A domain name that wraps only after its dots, never inside a label."""
     return ".<wbr>".join(_e(label) for label in name.split("."))
@@ -640,8 +706,9 @@ def _saved_section(crawls: Sequence[CrawlSummary]) -> str:
     )
     verb = "saved at least" if total_saved >= 0 else "spent more than it saved (its HEAD probes), by"
     return (
-        f'<p class="saved">Over these {len(crawls):,} crawls the plugin {verb} <b>{abs(total_saved):,} '
-        f"requests</b>{_e(share)}, and saved <b>{sum(c.renders_saved for c in crawls):,} browser renders</b>.</p>"
+        f'<p class="saved">Over {"this crawl" if len(crawls) == 1 else f"these {len(crawls):,} crawls"} the plugin '
+        f"{verb} <b>{plural(abs(total_saved), 'request')}</b>{_e(share)}, and saved "
+        f"<b>{plural(sum(c.renders_saved for c in crawls), 'browser render')}</b>.</p>"
         '<div class="scroll"><table id="crawls-table"><thead><tr><th>Finished</th><th>Spider</th><th>Took</th>'
         '<th class="num">Sent</th><th class="num">Probes</th><th class="num">Renders</th>'
         '<th class="num">Skipped</th><th>Skipped, by reason</th><th class="num">Requests saved</th>'
@@ -670,7 +737,7 @@ def _reasons_section(summary: Summary) -> str:
             for reason, k in reasons
         )
         out.append(
-            f'<details class="state" data-state="{_e(state)}" open><summary>{_badge(state)} {n:,} domains · '
+            f'<details class="state" data-state="{_e(state)}" open><summary>{_badge(state)} {plural(n, "domain")} · '
             f"{_e(STATE_DECISIONS[state])}</summary>"
             '<table class="reasons"><thead><tr><th>Reason</th><th class="num">Domains</th><th>Examples</th></tr>'
             f"</thead><tbody>{rows}</tbody></table></details>"
@@ -683,8 +750,8 @@ def _domains_section(summary: Summary) -> str:
     if not rows:
         return '<p class="note">No domain in this store yet.</p>'
     body = "".join(
-        f'<tr data-state="{_e(r.state)}" data-search="{_e((r.domain + " " + r.reason).lower())}">'
-        f'<td class="domain">{_domain(r.domain)}</td><td>{_badge(r.state)}</td><td>{_e(r.reason)}</td>'
+        f'<tr data-state="{_e(r.state)}" data-search="{_e((r.label + " " + r.reason).lower())}">'
+        f'<td class="domain">{_row_name(r)}</td><td>{_badge(r.state)}</td><td class="reason">{_reason(r.reason)}</td>'
         f'<td class="when">{_e(_when(r.since))}</td>'
         f'<td class="when">{_e("no TTL" if r.expires is None else _when(r.expires))}</td>'
         f'<td class="num">{r.fetches:,}</td><td class="num">{r.useful:,}</td><td class="num">{r.renders:,}</td>'
@@ -693,7 +760,7 @@ def _domains_section(summary: Summary) -> str:
     )
     options = "".join(f'<option value="{_e(s)}">{_e(s)} ({summary.states[s]:,})</option>' for s in State)
     more = (
-        f" The {len(rows):,} most recently seen of {summary.total:,} domains are listed; "
+        f" The {len(rows):,} most recently seen of {plural(summary.total, 'domain')} are listed; "
         "<code>scrapy domainstate export</code> has them all."
         if len(rows) < summary.total
         else ""
@@ -738,13 +805,15 @@ def render_html(
     if not entered.fine:
         earlier = sum(v for (d, _), v in summary.entered.items() if d < entered.first)
     earlier_note = (
-        f" {earlier:,} domains entered their state before {_date(entered.first)} and are not drawn." if earlier else ""
+        f" {plural(earlier, 'domain')} entered their state before {_date(entered.first)} and are not drawn."
+        if earlier
+        else ""
     )
     per, o_per = entered.name, outcomes.name
     cards = [
-        (f"{summary.total:,}", "domains"),
-        (f"{summary.changed_24h:,}", "state changes, last 24 h"),
-        (f"{summary.changed_7d:,}", "state changes, last 7 days"),
+        (f"{summary.total:,}", "domain" if summary.total == 1 else "domains"),
+        (f"{summary.changed_24h:,}", ("state change" if summary.changed_24h == 1 else "state changes") + ", last 24 h"),
+        (f"{summary.changed_7d:,}", ("state change" if summary.changed_7d == 1 else "state changes") + ", last 7 days"),
         (f"{summary.expiring_24h:,}", "expire within 24 h"),
         (f"{summary.expiring_7d:,}", "expire within 7 days"),
         (f"{summary.expired:,}", "expired, not yet swept"),

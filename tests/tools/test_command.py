@@ -26,7 +26,7 @@ import pytest
 
 from scrapy_domainstate.commands.domainstate import Progress, _parse_ttl, _span
 from scrapy_domainstate.config import DAY, Config
-from scrapy_domainstate.csvio import COLUMNS, EXPORTED_COLUMNS, read_csv, write_csv
+from scrapy_domainstate.csvio import COLUMNS, DERIVED_COLUMNS, EXPORTED_COLUMNS, read_csv, write_csv
 from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store.lmdb import LmdbStore
 
@@ -443,7 +443,8 @@ def test_export_import_roundtrip(work: Path, db: Path, tmp_path: Path) -> None:
     assert ok(piped).stdout == exported
     assert piped.stderr == ""  # no progress, no chatter when piped
     rows = list(csv.DictReader(io.StringIO(exported)))
-    assert tuple(rows[0]) == EXPORTED_COLUMNS  # COLUMNS, then the optional ones
+    # COLUMNS, then the optional ones, then the derived ones (ignored on import)
+    assert tuple(rows[0]) == (*EXPORTED_COLUMNS, *DERIVED_COLUMNS)
     assert len(rows) == 10
     friendly = next(r for r in rows if r["domain"] == "friendly.com")
     assert (friendly["state"], friendly["fetch_total"], friendly["state_expires_at"]) == ("friendly", "6", "")
@@ -729,3 +730,37 @@ def test_progress_only_on_a_terminal() -> None:
     progress.done()
     assert "\rexporting: 500/2,000 (25%)" in tty.getvalue()
     assert tty.getvalue().endswith("\r")
+
+
+def test_host_facts_are_shown_as_part_of_their_domain(work: Path, tmp_path: Path) -> None:
+    """After a crawl of ``www.``/``blog.`` hosts: the blog is a host of friendly-1.com, decided
+    by its own facts as the policy decides it (export, show, stats); the export round-trips."""
+    db = tmp_path / "hosts" / "db"
+    now = time.time()
+    with opened(db) as store:
+        for i in range(6):
+            _rec(store, "friendly-1.com", now - 100 + i, "fetch", "ok-contact", 200)
+        _rec(store, "blog.friendly-1.com", now - 50, "fetch", "ok-empty", 200)
+        _rec(store, "shop.friendly-1.com", now - 40, "fetch", "antibot", 403, "challenge:cloudflare")
+    assert records(db)["blog.friendly-1.com"].state is State.UNKNOWN  # one empty page: no verdict yet
+    exported, shown, stats = scrapy_all(("export",), ("show", "blog.friendly-1.com"), ("stats",), cwd=work, db=db)
+    rows = {r["domain"]: r for r in csv.DictReader(io.StringIO(ok(exported).stdout))}
+    # a host with facts of its own is decided by them (docs/SPEC.md section 2, rule 6)
+    assert (rows["blog.friendly-1.com"]["part_of"], rows["blog.friendly-1.com"]["effective_state"]) == (
+        "host of friendly-1.com",
+        "unknown",
+    )
+    assert rows["shop.friendly-1.com"]["effective_state"] == "antibot-soft"  # its own evidence decides
+    assert (rows["friendly-1.com"]["part_of"], rows["friendly-1.com"]["effective_state"]) == ("", "friendly")
+    out = ok(shown).stdout
+    assert out.startswith("friendly-1.com  (key of 'blog.friendly-1.com')")
+    assert "host blog.friendly-1.com: decided by its own facts: unknown; decision now: fetch-then-browser" in out
+    text = ok(stats).stdout
+    assert "domains: 1\n" in text
+    assert "plus 2 hosts of these domains" in text
+    # the round trip is unchanged: the derived columns are read by people, ignored on import
+    (work / "hosts.csv").write_text(exported.stdout, encoding="utf-8")
+    copy = tmp_path / "copy2" / "db"
+    ok(scrapy("import", str(work / "hosts.csv"), cwd=work, db=copy))
+    assert ok(scrapy("export", cwd=work, db=copy)).stdout == exported.stdout
+    assert records(copy) == records(db)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json
 import os
 import re
 import subprocess
@@ -264,7 +265,7 @@ def _learned(now: float) -> list[DomainStat]:
     return [
         _observed(
             policy,
-            "refused.shop.example",
+            "refused-shop.example",
             t,
             [(head, Outcome.DEAD, None, "refused"), (fetch, Outcome.DEAD, None, "refused")],
         ),
@@ -302,7 +303,7 @@ def test_lists_per_state_with_their_reasons() -> None:
     records = _learned(now)
     summary = summarize(records, Policy(Config()), now)
     assert {s.domain: s.state for s in records} == {
-        "refused.shop.example": State.DEAD,
+        "refused-shop.example": State.DEAD,
         "gone.example": State.DEAD,
         "nxdomain.example": State.DEAD,
         "walled.example": State.ANTIBOT_SOFT,
@@ -430,3 +431,97 @@ def test_what_it_saved_crawl_by_crawl(tmp_path: Path) -> None:
     assert rows == [("0", "20", "20", "0"), ("37", "14", "18", "6")]  # newest first
     assert "saved at least <b>38 requests</b>" in page
     assert 'id="no-crawls"' in render_html(summarize([], Policy(Config()), now))
+
+
+def test_host_facts_and_purpose_records_are_shown_as_part_of_their_domain() -> None:
+    now = time.time()
+    policy = Policy(Config())
+    domain = policy.set_state(policy.new("friendly-1.com", now - 3600), State.FRIENDLY, now - 3600)
+    blog = policy.new("blog.friendly-1.com", now - 3000)  # a host with no state of its own
+    shop = policy.set_state(policy.new("shop.friendly-1.com", now - 3000), State.ANTIBOT_SOFT, now - 100)
+    worth = policy.new("friendly-1.com|items", now - 3000)
+    summary = summarize([blog, domain, shop, worth], policy, now)
+    # the state distribution counts domains; the hosts' and purposes' records are their parts
+    assert summary.total == 1 and summary.states[State.FRIENDLY] == 1
+    assert summary.parts == {"host": 2, "purpose": 1}
+    rows = {r.domain: r for r in summary.rows}
+    assert rows["blog.friendly-1.com"].label == "blog.friendly-1.com (host of friendly-1.com)"
+    assert rows["shop.friendly-1.com"].state is State.ANTIBOT_SOFT  # a host's own evidence decides it
+    assert rows["friendly-1.com|items"].label == "friendly-1.com|items (items record of friendly-1.com)"
+    page = render_html(summary).replace("<wbr>", "")
+    assert '<div class="part">host of friendly-1.com</div>' in page
+    assert "1 domain ·" in page and "1 domains" not in page
+    # with one key per hostname, a hostname is a domain of its own
+    per_host = summarize([blog, domain], Policy(Config(per_hostname=True)), now)
+    assert per_host.total == 2 and not per_host.parts
+
+
+def test_long_reasons_are_short_with_the_details_on_demand() -> None:
+    from scrapy_domainstate.report import SHORT_REASON, _reason
+
+    long = "last: network-error timeout after a very long wait on the host's own server"
+    cell = _reason(long)
+    assert "<details" in cell and html.escape(long, quote=True) in cell
+    summary_text = re.search(r"<summary>(.*?)</summary>", cell)
+    assert summary_text is not None and len(summary_text.group(1)) <= SHORT_REASON + 1
+    assert _reason("dns") == "dns"
+
+
+_WIDTH_PROBE = """
+import json, sys
+from playwright.sync_api import sync_playwright
+
+url, chromium, shot = sys.argv[1:4]
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(url)
+    page.screenshot(path=shot, full_page=True)
+    print(json.dumps(page.evaluate('''() => ({
+        main: document.querySelector("main").getBoundingClientRect().width,
+        page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+        boxes: [...document.querySelectorAll(".scroll")].map(e => [e.querySelector("table").id, e.scrollWidth, e.clientWidth]),
+        reasonLines: Math.max(0, ...[...document.querySelectorAll("#domains-table td.reason")].map(td => {
+            const r = document.createRange(); r.selectNodeContents(td);
+            return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size;
+        })),
+    })''')))
+    browser.close()
+"""
+
+
+def test_report_fits_a_1400_px_window(tmp_path: Path) -> None:
+    """Full width, nothing scrolls sideways, reasons on one line (a real Chromium, 1,400 px)."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed (Debian package 'chromium'): the page was not rendered")
+    pytest.importorskip("playwright")
+    from scrapy_domainstate.crawllog import CrawlSummary
+
+    now = time.time()
+    crawl = CrawlSummary(
+        started=now - 600,
+        finished=now - 500,
+        spider="a-spider-with-a-rather-long-name",
+        finish_reason="closespider_timeout",
+        sent={"fetch": 123456, "tab": 3456, "head": 12345},
+        skipped={"dead": 40000, "cold": 7000, "antibot-hard": 1234},
+    )
+    page = tmp_path / "report.html"
+    page.write_text(render_html(summarize(_stats(now), Policy(Config()), now), crawls=[crawl]), encoding="utf-8")
+    shot = tmp_path / "report.png"
+    proc = subprocess.run(
+        [sys.executable, "-c", _WIDTH_PROBE, page.as_uri(), CHROMIUM, str(shot)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    measured = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert measured["main"] >= 1300, measured  # the window's width, less its margins
+    scroll_width, client_width = measured["page"]
+    assert scroll_width <= client_width, measured  # no horizontal scrollbar on the page
+    for table, inner, outer in measured["boxes"]:
+        assert inner <= outer, (table, measured)  # no table scrolls sideways
+    assert measured["reasonLines"] <= 1, measured
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

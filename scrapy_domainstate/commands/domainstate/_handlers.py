@@ -14,8 +14,9 @@ from scrapy.exceptions import UsageError
 
 from ...crawllog import read_crawls
 from ...csvio import read_csv, write_csv
+from ...keys import host_fact_key, part_of
 from ...record import DomainStat, State
-from ...report import STATE_DECISIONS, Summary, summarize, write_report
+from ...report import STATE_DECISIONS, Summary, part_label, plural, summarize, write_report
 from ._context import Context
 from ._output import (
     VALID_STATES,
@@ -31,7 +32,7 @@ from ._output import (
     size,
     stat_json,
 )
-from ._store import batches, put_all
+from ._store import batches, decided_as, derived_cells, put_all
 
 #: Records written per write transaction by ``reset --all``.
 RESET_BATCH = 1000
@@ -59,6 +60,7 @@ def stats(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
             "size_bytes": disk,
             "map_size_bytes": map_size,
             "domains": summary.total,
+            "parts": {"hosts": summary.parts["host"], "purposes": summary.parts["purpose"]},
             "states": {str(s): {"count": summary.states[s], "share": round(summary.share(s), 6)} for s in State},
             "expiring": {"24h": summary.expiring_24h, "7d": summary.expiring_7d},
             "expired": summary.expired,
@@ -77,6 +79,13 @@ def _stats_lines(summary: Summary, where: str, disk: int | None, map_size: int |
         extra = f", map {size(map_size)}" if map_size else ""
         lines.append(f"size:    {size(disk)} on disk{extra}")
     lines.append(f"domains: {summary.total:,}")
+    if summary.parts:
+        held = ", ".join(
+            plural(summary.parts[kind], label)
+            for kind, label in (("host", "host"), ("purpose", "purpose record"))
+            if summary.parts[kind]
+        )
+        lines.append(f"         plus {held} of these domains (their parts; not counted below)")
     lines.append("")
     lines.append(f"{'state':<14}{'domains':>10}{'share':>9}   decision")
     for state in State:
@@ -104,7 +113,8 @@ def show(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
     with ctx.store() as store:
         stored = store.get(key)
         current = store.current(key, now)
-        decision, state, expires = store.decide(key, now)
+        decision, state, expires = decided_as(store, key, now)
+        host_lines = _host_lines(store, target, key, now)
         corrupt = store.corrupt_records
     expired = stored is not None and store.policy.is_expired(stored, now)
     if opts.json:
@@ -123,6 +133,9 @@ def show(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return
     head = key if target.strip().lower() == key else f"{key}  (key of {target!r})"
+    part = part_of(key, ctx.config().per_hostname)
+    if part is not None:
+        head += f"  ({part_label(part)})"
     out = [head]
     if stored is None:
         why = "its record is corrupt and is treated as unknown" if corrupt else "no record: never seen, or swept"
@@ -141,7 +154,18 @@ def show(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
         out.append(f"  expires:      {iso(expires)} ({relative(expires, now)})")
     out.append(f"  decision now: {decision}")
     out.extend(_record_lines(stored, current, now, expired))
+    out.extend(host_lines)
     print("\n".join(out))
+
+
+def _host_lines(store: Any, target: str, key: str, now: float) -> list[str]:
+    """For a hostname whose facts are its own (``blog.example.com``): how it is decided."""
+    host = host_fact_key(target, store.config.per_hostname)
+    if host is None or host == key or store.get(host) is None:
+        return []
+    decided = decided_as(store, host, now)
+    whose = "by its own facts" if decided == store.decide(host, now) else f"as {key}: no facts of its own yet"
+    return [f"  host {host}: decided {whose}: {decided[1]}; decision now: {decided[0]}"]
 
 
 def _record_lines(stored: DomainStat, current: DomainStat, now: float, expired: bool) -> list[str]:
@@ -262,7 +286,8 @@ def export(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
         total = store.count()
         keep = None if wanted is None else (lambda stat: stat.state in wanted)
         with Progress("exporting", total) as progress, output(opts.output, newline="") as fh:
-            written = write_csv(store.iter_records(), fh, keep=keep, tick=progress.tick)
+            derived = derived_cells(store, time.time())
+            written = write_csv(store.iter_records(), fh, keep=keep, tick=progress.tick, derived=derived)
     if opts.output not in (None, "-"):
         print(f"exported {written:,} domains to {opts.output}", file=sys.stderr)
 

@@ -6,15 +6,16 @@ import contextlib
 import dataclasses
 import enum
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
 from ...config import Config
-from ...policy import Policy
-from ...record import DomainStat
+from ...keys import part_of
+from ...policy import Decision, Policy
+from ...record import DomainStat, State
 from ...store import DomainStore, create_store
 from ._output import Failure
 
@@ -94,6 +95,32 @@ def opened_store(settings: BaseSettings, access: Access) -> Iterator[DomainStore
         yield store
     finally:
         store.close()
+
+
+def decided_as(store: DomainStore, key: str, now: float) -> tuple[Decision, State, float | None]:
+    """How a request to ``key`` is decided now: a host's facts with its domain's record as the
+    prior, a purpose's worth with its site's record (the policy's own combinations)."""
+    own = store.decide(key, now)
+    part = part_of(key, store.config.per_hostname)
+    if part is None:
+        return own
+    parent = store.decide(part[0], now)
+    if part[1] == "host":
+        return store.policy.decide_with_host(parent, own)
+    return store.policy.decide_with_worth(parent, own)
+
+
+def derived_cells(store: DomainStore, now: float) -> Callable[[DomainStat], tuple[str, str]]:
+    """The export's derived cells of a record: what it is part of, and the state its requests
+    are decided by now (``effective_state``)."""
+    per_hostname = store.config.per_hostname
+
+    def cells(stat: DomainStat) -> tuple[str, str]:
+        part = part_of(stat.domain, per_hostname)
+        where = "" if part is None else f"{part[1]} of {part[0]}"
+        return where, str(decided_as(store, stat.domain, now)[1])
+
+    return cells
 
 
 def put_all(store: DomainStore, stats: list[DomainStat]) -> int:
