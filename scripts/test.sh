@@ -4,7 +4,7 @@
 # first use; see scripts/venv.sh). Run the tests again with .venv/bin/python -m pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-system-deps.sh
+bash scripts/install-system-deps.sh chromium redis-server
 . scripts/venv.sh
 ds_venv
 ds_install test

@@ -233,3 +233,17 @@ async def test_example_project_scrapy_crawl(sites: Any, tmp_path: Path) -> None:
     assert len(out3.read_text().splitlines()) == 2
     assert sites.requests("dead-root-cli.test") == []  # not even its robots.txt
     assert "'domainstate/method/skip': 1" in third.stderr
+
+
+def test_quick_is_a_smaller_web_with_the_same_checks() -> None:
+    spec = importlib.util.spec_from_file_location("demo_args", DEMO)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    assert module.parse_args([]).sites == 300
+    assert module.parse_args(["--quick"]).sites == module.QUICK_SITES == 100
+    assert module.parse_args(["--quick", "--sites", "40"]).sites == 40

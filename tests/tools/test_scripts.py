@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,22 @@ def test_the_system_python_gets_a_virtualenv_of_its_own(tmp_path: Path) -> None:
     )
     assert stamp.returncode == 0, stamp.stderr
     assert stamp.stdout.strip().splitlines() == ["done"]
+
+
+def test_system_packages_are_named_first_and_installed_without_recommends() -> None:
+    script = ROOT / "scripts" / "install-system-deps.sh"
+    text = script.read_text()
+    assert "--no-install-recommends" in text and "-qq" in text
+    # the notice comes before apt-get runs
+    assert text.index('echo "Installing Debian packages') < text.index("apt-get update")
+    # the demo asks only for the browser (and not at all with --no-browser); the tests for both
+    assert "install-system-deps.sh chromium ;;" in (ROOT / "scripts" / "demo.sh").read_text()
+    assert "install-system-deps.sh chromium redis-server" in (ROOT / "scripts" / "test.sh").read_text()
+    env = clean_env()
+    unknown = subprocess.run(["bash", str(script), "avahi"], env=env, capture_output=True, text=True, check=False)
+    assert unknown.returncode == 2 and "unknown package avahi" in unknown.stderr
+    if shutil.which("redis-server") and os.access("/usr/bin/chromium", os.X_OK):
+        present = subprocess.run(
+            ["bash", str(script), "chromium", "redis-server"], env=env, capture_output=True, text=True, check=False
+        )
+        assert present.returncode == 0 and present.stdout == "" and present.stderr == ""  # nothing to do, quiet
