@@ -23,10 +23,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._showtext import look, show_lines
+from ._time import parse_ttl
 from .config import Config
 from .keys import domain_key
 from .policy import Decision
-from .record import DomainStat, State
+from .record import DomainStat, State, parse_state
 from .store import DomainStore, StoreError, create_store
 
 __all__ = ["StoreHandle", "UrlDecision", "open_store"]
@@ -121,10 +123,22 @@ class StoreHandle:
 
     # ------------------------------------------------------------ writing
 
-    def set_state(self, url_or_domain: str, state: State | str, ttl: float | None = -1.0) -> DomainStat:
-        """Force a state (``ttl=-1``: the state's own TTL; ``None``: no TTL). Needs ``readonly=False``."""
+    def set_state(self, url_or_domain: str, state: State | str, ttl: float | str | None = "default") -> DomainStat:
+        """Force a state, as ``scrapy domainstate set`` does. Needs ``readonly=False``.
+
+        ``state`` is a :class:`State` or its name; ``ttl`` what ``set --ttl`` takes: seconds or
+        a duration (``"12h"``, ``"7d"``), ``"none"``/``None`` for no TTL, ``"default"`` (or
+        ``-1``) for the state's own TTL. Anything else (zero, negatives, ``"3x"``) raises
+        :class:`ValueError` naming what is accepted, before anything is written.
+        """
         self._writable("set_state")
-        return self.store.set_state(self.key(url_or_domain), State(state), time.time(), ttl)
+        seconds = parse_ttl(ttl)
+        return self.store.set_state(self.key(url_or_domain), parse_state(state), time.time(), seconds)
+
+    def show(self, url_or_domain: str, now: float | None = None) -> str:
+        """The text ``scrapy domainstate show`` prints for this URL or domain."""
+        key = self.key(url_or_domain)
+        return "\n".join(show_lines(look(self.store, url_or_domain, key, time.time() if now is None else now)))
 
     def reset(self, url_or_domain: str) -> DomainStat:
         """Back to ``unknown`` (probed again, recent history cleared). Needs ``readonly=False``."""

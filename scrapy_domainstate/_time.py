@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["DAY", "HOUR", "MINUTE", "NO_EXPIRY", "UNITS", "WEEK", "parse_duration"]
+__all__ = ["DAY", "DEFAULT_TTL_WORDS", "HOUR", "MINUTE", "NO_EXPIRY", "UNITS", "WEEK", "parse_duration", "parse_ttl"]
 
 MINUTE = 60.0
 HOUR = 3600.0
@@ -41,4 +41,43 @@ def parse_duration(text: str) -> float | None:
         raise ValueError(f"not a duration: {text!r}") from None
     if not math.isfinite(seconds):
         raise ValueError(f"not a duration: {text!r}")
+    return seconds
+
+
+#: Words for "the state's own TTL" (``set --ttl default``; the API's ``ttl="default"``).
+DEFAULT_TTL_WORDS: frozenset[str] = frozenset({"default"})
+#: What :func:`parse_ttl` accepts, for error messages.
+TTL_SYNTAX = (
+    "a positive number of seconds or a duration (90m, 12h, 7d, 2w), 'none' for no TTL, "
+    "or 'default' for the state's own TTL"
+)
+
+
+def parse_ttl(value: object) -> float | None:
+    """A TTL as ``scrapy domainstate set --ttl`` and the Python API take it: ``-1.0`` for the
+    state's own TTL (``"default"``, or ``-1`` as the API's historical default), ``None`` for no
+    TTL (``"none"`` or ``None``), else positive seconds (a number, ``"90"``, ``"12h"``, ``"7d"``).
+    Raises :class:`ValueError` naming :data:`TTL_SYNTAX` for anything else (zero, negatives, NaN)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"ttl must be {TTL_SYNTAX}; got {value!r}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+        if seconds == -1.0:
+            return -1.0
+    elif isinstance(value, str):
+        if value.strip().lower() in DEFAULT_TTL_WORDS:
+            return -1.0
+        try:
+            parsed = parse_duration(value)
+        except ValueError:
+            parsed = math.nan
+        if parsed is None:
+            return None
+        seconds = parsed
+    else:
+        raise ValueError(f"ttl must be {TTL_SYNTAX}; got {type(value).__name__} {value!r}")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"ttl must be {TTL_SYNTAX}; got {value!r}")
     return seconds

@@ -43,6 +43,7 @@ from ._failures import quiet_startup_failures
 from ._outcomes import CALLBACK, META_OUTCOME, OutcomeSource
 from ._probes import META_PROBE, LeadGate, ProbeGate, probe_request, send_probe
 from ._sendgate import SendGate
+from ._showtext import look, show_lines
 from ._startup import startup_message
 from ._switch import off_reason, report_off
 from ._telemetry import Telemetry
@@ -890,13 +891,33 @@ class DomainStateManager:
 
     # ------------------------------------------------------------ inspection
 
-    def inspect(self, url: str) -> dict[str, Any]:
-        """The record and the decision for a URL (for ``scrapy shell`` and the command)."""
+    def inspect(self, url: str) -> Inspection:
+        """The record and the decision for a URL (for ``scrapy shell``): a dict that prints as
+        ``scrapy domainstate show`` does."""
         domain = self.key(url)
         now = self.clock()
-        stat = self.store.current(domain, now)
-        decision = self.policy.decide(stat, now)
-        return {"domain": domain, "state": stat.state.value, "decision": decision.value, "record": stat}
+        shown = look(self.store, url, domain, now)
+        return Inspection(
+            {
+                "domain": domain,
+                "state": shown.state.value,
+                "decision": shown.decision.value,
+                "record": shown.current,
+            },
+            show_lines(shown),
+        )
+
+
+class Inspection(dict[str, Any]):
+    """``domainstate(url)`` in ``scrapy shell``: the keys ``domain``, ``state``, ``decision`` and
+    ``record``; shown (its ``repr``) as ``scrapy domainstate show`` prints the domain."""
+
+    def __init__(self, values: dict[str, Any], lines: list[str]) -> None:
+        super().__init__(values)
+        self.lines = lines
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
 
 
 def _repeat(seen: tuple[Any, ...], retries: int, redirects: int) -> str | None:

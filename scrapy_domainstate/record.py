@@ -24,6 +24,7 @@ __all__ = [
     "State",
     "decode",
     "encode",
+    "parse_state",
 ]
 
 
@@ -37,6 +38,18 @@ class State(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def parse_state(value: State | str) -> State:
+    """A state from its name (``"dead"``, ``" Antibot-Soft "``), as the command and the API read
+    it; :class:`ValueError` naming the valid states for anything else."""
+    if isinstance(value, State):
+        return value
+    try:
+        return State(str(value).strip().lower())
+    except ValueError:
+        valid = ", ".join(s.value for s in State)
+        raise ValueError(f"unknown state {value!r}; valid states: {valid}") from None
 
 
 class Method(str, Enum):

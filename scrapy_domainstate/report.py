@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from ._showtext import part_label
 from ._time import DAY, HOUR, MINUTE
 from .crawllog import CrawlSummary
 from .keys import part_of
@@ -166,12 +167,6 @@ class DomainRow:
     def label(self) -> str:
         """The key, and what it is part of: ``blog.example.com (host of example.com)``."""
         return self.domain if self.part_of is None else f"{self.domain} ({part_label(self.part_of)})"
-
-
-def part_label(part: tuple[str, str]) -> str:
-    """``host of example.com`` or ``items record of example.com``."""
-    domain, relation = part
-    return f"host of {domain}" if relation == "host" else f"{relation} record of {domain}"
 
 
 @dataclass(frozen=True, order=True)

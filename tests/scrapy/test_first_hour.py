@@ -118,6 +118,29 @@ def test_open_store_relative_path_and_bad_input(tmp_path: Path, monkeypatch: pyt
         open_store("")
 
 
+def test_the_api_reads_durations_and_states_as_the_command_does(tmp_path: Path) -> None:
+    with open_store(tmp_path / "ds", readonly=False) as store:
+        before = time.time()
+        stat = store.set_state("example.com", "dead", ttl="2d")  # as `set --ttl 2d`
+        assert stat.state is State.DEAD
+        assert stat.state_expires_at is not None and abs(stat.state_expires_at - (before + 2 * 86400)) < 60
+        assert store.set_state("example.com", " Antibot-Soft ", ttl="none").state_expires_at is None
+        assert store.set_state("example.com", State.COLD, ttl=3600).state_expires_at is not None
+        default = store.set_state("example.com", "friendly")  # the state's own TTL
+        assert default.state is State.FRIENDLY
+        # what the command refuses, the API refuses, before anything is written
+        for bad in (-5, 0, "3x", "-2d", float("nan"), True):
+            with pytest.raises(ValueError, match="ttl must be a positive number of seconds or a duration"):
+                store.set_state("example.com", "dead", ttl=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="unknown state 'bogus'; valid states: unknown, dead"):
+            store.set_state("example.com", "bogus")
+        assert store.get("example.com").state is State.FRIENDLY  # type: ignore[union-attr]
+        # and it shows a domain as `scrapy domainstate show` prints it
+        text = store.show("https://www.example.com/contact")
+        assert text.startswith("example.com  (key of 'https://www.example.com/contact')")
+        assert "  state:        friendly, since " in text and "  decision now: fetch" in text
+
+
 def test_lmdb_store_given_a_path_says_what_to_use() -> None:
     # The issue: LmdbStore(".scrapy/domainstate") failed with "'str' object has no attribute 'ttl'".
     with pytest.raises(TypeError, match=r"open_store\("):

@@ -40,6 +40,7 @@ CODE = """__import__("json").dumps({
              {k: v for k, v in __import__("scrapy_domainstate.shell", fromlist=["x"]).domainstate(DEAD).items()
               if k != "record"}][1:],
     "record": str(__import__("scrapy_domainstate.shell", fromlist=["x"]).domainstate(DEAD)["record"].state),
+    "shown": repr(__import__("scrapy_domainstate.shell", fromlist=["x"]).domainstate(DEAD)),
     "store": crawler.domainstate.store.describe(),
     "same_store": __import__("scrapy_domainstate.shell", fromlist=["x"]).store() is crawler.domainstate.store,
     "resolver": type(__import__("twisted.internet", fromlist=["reactor"]).reactor.resolver).__name__,
@@ -111,6 +112,12 @@ async def test_scrapy_shell_shows_the_plugin(sites: Any, tmp_path: Path) -> None
     assert meta["method"] == "fetch"
     assert decision == {"domain": "dead-root-shell.test", "state": "dead", "decision": "skip"}
     assert out["record"] == "dead"
+    # shown as `scrapy domainstate show` prints it: no raw DomainStat repr, no epoch floats
+    shown = out["shown"].splitlines()
+    assert shown[0].startswith("dead-root-shell.test")
+    assert "  state:        dead, since " in out["shown"] and " UTC" in out["shown"]
+    assert "  decision now: skip" in shown
+    assert "DomainStat(" not in out["shown"]
     assert sites.methods("dead-root-shell.test") == ["HEAD", "GET"]
 
     # the store and the resolver of the shell session

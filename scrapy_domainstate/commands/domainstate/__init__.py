@@ -20,11 +20,11 @@ The package, one role per module:
 
 from __future__ import annotations
 
+from ..._showtext import span as _span  # noqa: F401
 from ._command import Command
 from ._output import Progress
 
 # the names tests/tools/test_command.py imports from here
 from ._output import parse_ttl as _parse_ttl  # noqa: F401
-from ._output import span as _span  # noqa: F401
 
 __all__ = ["Command", "Progress"]

@@ -12,11 +12,11 @@ from typing import Any
 
 from scrapy.exceptions import UsageError
 
+from ..._showtext import iso, look, relative, show_lines
 from ...crawllog import read_crawls
 from ...csvio import read_csv, write_csv
-from ...keys import host_fact_key, part_of
-from ...record import DomainStat, State
-from ...report import STATE_DECISIONS, Summary, part_label, plural, summarize, write_report
+from ...record import State
+from ...report import STATE_DECISIONS, Summary, plural, summarize, write_report
 from ._context import Context
 from ._output import (
     VALID_STATES,
@@ -24,15 +24,13 @@ from ._output import (
     Progress,
     disk_usage,
     isatty,
-    iso,
     output,
     parse_state,
     parse_ttl,
-    relative,
     size,
     stat_json,
 )
-from ._store import batches, decided_as, derived_cells, put_all
+from ._store import batches, derived_cells, put_all
 
 #: Records written per write transaction by ``reset --all``.
 RESET_BATCH = 1000
@@ -111,81 +109,23 @@ def show(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
     key = ctx.key(target)
     now = time.time()
     with ctx.store() as store:
-        stored = store.get(key)
-        current = store.current(key, now)
-        decision, state, expires = decided_as(store, key, now)
-        host_lines = _host_lines(store, target, key, now)
-        corrupt = store.corrupt_records
-    expired = stored is not None and store.policy.is_expired(stored, now)
+        shown = look(store, target, key, now)
     if opts.json:
         data = {
             "input": target,
             "key": key,
-            "found": stored is not None,
-            "corrupt": bool(corrupt),
-            "state": str(state),
-            "state_expires_at": expires,
-            "expired": expired,
-            "decision": str(decision),
+            "found": shown.stored is not None,
+            "corrupt": shown.corrupt,
+            "state": str(shown.state),
+            "state_expires_at": shown.expires,
+            "expired": shown.expired,
+            "decision": str(shown.decision),
             "now": now,
-            "record": None if stored is None else stat_json(stored),
+            "record": None if shown.stored is None else stat_json(shown.stored),
         }
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    head = key if target.strip().lower() == key else f"{key}  (key of {target!r})"
-    part = part_of(key, ctx.config().per_hostname)
-    if part is not None:
-        head += f"  ({part_label(part)})"
-    out = [head]
-    if stored is None:
-        why = "its record is corrupt and is treated as unknown" if corrupt else "no record: never seen, or swept"
-        out.append(f"  {why}")
-        out.append(f"  decision now: {decision}")
-        print("\n".join(out))
-        return
-    out.append(f"  state:        {state}, since {iso(current.state_changed_at)}")
-    if expired:
-        out.append(
-            f"                (stored as {stored.state}, which expired {relative(stored.state_expires_at or 0, now)})"
-        )
-    if expires is None:
-        out.append("  expires:      never (no TTL)")
-    else:
-        out.append(f"  expires:      {iso(expires)} ({relative(expires, now)})")
-    out.append(f"  decision now: {decision}")
-    out.extend(_record_lines(stored, current, now, expired))
-    out.extend(host_lines)
-    print("\n".join(out))
-
-
-def _host_lines(store: Any, target: str, key: str, now: float) -> list[str]:
-    """For a hostname whose facts are its own (``blog.example.com``): how it is decided."""
-    host = host_fact_key(target, store.config.per_hostname)
-    if host is None or host == key or store.get(host) is None:
-        return []
-    decided = decided_as(store, host, now)
-    whose = "by its own facts" if decided == store.decide(host, now) else f"as {key}: no facts of its own yet"
-    return [f"  host {host}: decided {whose}: {decided[1]}; decision now: {decided[0]}"]
-
-
-def _record_lines(stored: DomainStat, current: DomainStat, now: float, expired: bool) -> list[str]:
-    out = [
-        f"  fetches:      {stored.fetch_total:,} ({stored.fetch_ok:,} ok-contact, {stored.fetch_ok_empty:,} ok-empty)",
-        f"  browser tabs: {stored.tab_total:,} ({stored.tab_ok:,} ok-contact)",
-        f"  first seen:   {iso(stored.first_seen)}",
-        f"  last seen:    {iso(stored.last_seen)} ({relative(stored.last_seen, now)})",
-        f"  probed:       {iso(current.probed_at) if current.probed_at else 'not in this period'}",
-    ]
-    if not stored.recent:
-        out.append("  recent:       (none)")
-        return out
-    note = "; cleared as the expiry is applied" if expired else ""
-    out.append(f"  recent ({len(stored.recent)}, oldest first{note}):")
-    for e in stored.recent:
-        status = "" if e.status is None else str(e.status)
-        error = e.error_class or ""
-        out.append(f"    {iso(e.at)}  {e.method!s:<5}  {e.outcome!s:<13}  {status:>3}  {error}".rstrip())
-    return out
+    print("\n".join(show_lines(shown)))
 
 
 # ------------------------------------------------------------------ set, reset

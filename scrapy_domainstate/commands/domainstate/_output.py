@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from ..._time import DAY, HOUR, MINUTE, parse_duration
+from ..._time import TTL_SYNTAX
+from ..._time import parse_ttl as parse_ttl_value
 from ...record import DomainStat, State
+from ...record import parse_state as parse_state_value
 
 STATE_NAMES = [s.value for s in State]
 VALID_STATES = ", ".join(STATE_NAMES)
@@ -93,35 +93,6 @@ class Progress:
         self.done()
 
 
-def iso(ts: float | None) -> str:
-    if ts is None:
-        return "never"
-    if not ts:
-        return "-"
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def span(seconds: float) -> str:
-    """``3d 4h``, ``5m 2s``...: the two largest units."""
-    seconds = abs(seconds)
-    if seconds < 1:
-        return "0s"
-    parts: list[str] = []
-    for unit, size in (("d", DAY), ("h", HOUR), ("m", MINUTE), ("s", 1.0)):
-        if seconds >= size or parts:
-            n = int(seconds // size)
-            seconds -= n * size
-            if n or not parts:
-                parts.append(f"{n}{unit}")
-        if len(parts) == 2:
-            break
-    return " ".join(parts)
-
-
-def relative(ts: float, now: float) -> str:
-    return f"in {span(ts - now)}" if ts >= now else f"{span(now - ts)} ago"
-
-
 def size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
@@ -143,28 +114,20 @@ def disk_usage(path: str | None) -> int | None:
 
 def parse_state(name: str) -> State:
     try:
-        return State(name.strip().lower())
-    except ValueError:
-        raise Failure(2, f"unknown state {name!r}; valid states: {VALID_STATES}") from None
+        return parse_state_value(name)
+    except ValueError as exc:
+        raise Failure(2, str(exc)) from None
 
 
 def parse_ttl(text: str | None) -> float | None:
-    """``None`` (option absent): the state's default (-1); ``none``: no TTL; ``90``, ``12h``, ``7d``: seconds."""
-    if text is None or text.strip().lower() == "default":
+    """``None`` (option absent): the state's default (-1); ``none``: no TTL; ``90``, ``12h``, ``7d``: seconds
+    (:func:`~scrapy_domainstate._time.parse_ttl`, as the Python API reads it)."""
+    if text is None:
         return -1.0
-    try:  # the same syntax as the duration settings (DOMAINSTATE_TTL)
-        seconds = parse_duration(text)
+    try:
+        return parse_ttl_value(text)
     except ValueError:
-        seconds = math.nan
-    if seconds is None:
-        return None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise Failure(
-            2,
-            f"--ttl must be a positive number of seconds (units s, m, h, d, w allowed: 12h, 7d), "
-            f"'none' for no TTL or 'default'; got {text!r}",
-        )
-    return seconds
+        raise Failure(2, f"--ttl must be {TTL_SYNTAX}; got {text!r}") from None
 
 
 def stat_json(stat: DomainStat) -> dict[str, Any]:

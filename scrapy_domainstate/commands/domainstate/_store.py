@@ -12,10 +12,11 @@ from pathlib import Path
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
+from ..._showtext import decided_as
 from ...config import Config
 from ...keys import part_of
-from ...policy import Decision, Policy
-from ...record import DomainStat, State
+from ...policy import Policy
+from ...record import DomainStat
 from ...store import DomainStore, create_store
 from ._output import Failure
 
@@ -95,19 +96,6 @@ def opened_store(settings: BaseSettings, access: Access) -> Iterator[DomainStore
         yield store
     finally:
         store.close()
-
-
-def decided_as(store: DomainStore, key: str, now: float) -> tuple[Decision, State, float | None]:
-    """How a request to ``key`` is decided now: a host's facts with its domain's record as the
-    prior, a purpose's worth with its site's record (the policy's own combinations)."""
-    own = store.decide(key, now)
-    part = part_of(key, store.config.per_hostname)
-    if part is None:
-        return own
-    parent = store.decide(part[0], now)
-    if part[1] == "host":
-        return store.policy.decide_with_host(parent, own)
-    return store.policy.decide_with_worth(parent, own)
 
 
 def derived_cells(store: DomainStore, now: float) -> Callable[[DomainStat], tuple[str, str]]:
