@@ -248,6 +248,9 @@ def crawl_settings(workdir: Path, dns: dict[str, str], browser: bool, concurrenc
         # streak counts as spanning two visits however close they are (``cold`` is confirmed
         # across visits: docs/SPEC.md section 2).
         "DOMAINSTATE_COLD_CONFIRM_AFTER": 0,
+        # The simulated challenges a browser passes do so within a second of loading; the
+        # ones it never passes (DataDome's CAPTCHA) would hold a tab for the default 15 s.
+        "DOMAINSTATE_BROWSER_CHALLENGE_WAIT": 5,
         "LOGSTATS_INTERVAL": 0,
         "LOG_LEVEL": "INFO",
     }
