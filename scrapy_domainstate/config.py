@@ -558,6 +558,55 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _s("DOMAINSTATE_FLUSH_SIZE", 500, "int", "Buffered outcomes that trigger a store write.", parse=_int(1)),
     _s(
+        "DOMAINSTATE_POLITENESS",
+        True,
+        "bool",
+        "Slow a domain's download slot on 429/503 (Retry-After honoured), recover on success, remember it.",
+    ),
+    _s(
+        "DOMAINSTATE_POLITE_MAX_DELAY",
+        30.0,
+        "duration",
+        "The longest delay between two requests to a slot that a 429/503 can set; a Retry-After "
+        "beyond it pauses the host for the crawl.",
+        parse=_duration(0.001),
+    ),
+    _s(
+        "DOMAINSTATE_POLITE_TTL",
+        7 * DAY,
+        "duration",
+        "How long a domain's learned delay is remembered after the crawl that learned it.",
+        parse=_duration(1.0),
+    ),
+    _s(
+        "DOMAINSTATE_PAUSE_AFTER",
+        5,
+        "int",
+        "Timeouts or lost connections in a row that pause a host for the rest of the crawl (0: never).",
+        parse=_int(0),
+    ),
+    _s(
+        "DOMAINSTATE_BLOCKED_SHARE",
+        0.8,
+        "float",
+        "Share of anti-bot outcomes over the last DOMAINSTATE_BLOCKED_WINDOW responses that raises the "
+        "blocked-crawl alarm (0: never).",
+        parse=_float(0.0, 1.0),
+    ),
+    _s(
+        "DOMAINSTATE_BLOCKED_WINDOW",
+        200,
+        "int",
+        "Responses (of at least 20 domains) the blocked-crawl alarm looks at.",
+        parse=_int(20),
+    ),
+    _s(
+        "DOMAINSTATE_BLOCKED_CLOSE",
+        False,
+        "bool",
+        "Close the spider (reason domainstate_blocked) when the blocked-crawl alarm goes off.",
+    ),
+    _s(
         "DOMAINSTATE_PROBE_TIMEOUT",
         15.0,
         "duration",
@@ -688,6 +737,13 @@ class Config:
     body_scan_bytes: int = FROM_TABLE
     flush_interval: float = FROM_TABLE
     flush_size: int = FROM_TABLE
+    politeness: bool = FROM_TABLE
+    polite_max_delay: float = FROM_TABLE
+    polite_ttl: float = FROM_TABLE
+    pause_after: int = FROM_TABLE
+    blocked_share: float = FROM_TABLE
+    blocked_window: int = FROM_TABLE
+    blocked_close: bool = FROM_TABLE
     probe_timeout: float = FROM_TABLE
     remote_url: str | None = FROM_TABLE
     remote_token: str | None = FROM_TABLE

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -30,17 +31,19 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import call_later
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import task
 
 from . import _evidence as evidence
-from . import _registry
+from . import _registry, signals
 from . import _routing as routing
 from ._adoption import adopt
+from ._alarm import BlockedAlarm
 from ._browser import BrowserRoute, is_launch_failure, wake_shell_engine
 from ._deadurls import DeadUrls
 from ._failures import quiet_startup_failures
 from ._outcomes import CALLBACK, META_OUTCOME, OutcomeSource
+from ._polite import HostPauses, Politeness, polite_key
 from ._probes import META_PROBE, LeadGate, ProbeGate, probe_request, send_probe
 from ._sendgate import SendGate
 from ._showtext import look, show_lines
@@ -98,6 +101,8 @@ _LEARNING = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT})
 _facts = functools.lru_cache(maxsize=1024)(evidence.Facts)
 _judge = functools.lru_cache(maxsize=4096)(evidence.judge_response)
 _with_usefulness = functools.lru_cache(maxsize=4096)(evidence.with_usefulness)
+logger = logging.getLogger("scrapy_domainstate")
+
 #: ``(force, browser, browser_route)`` of a request (see :meth:`DomainStateManager._flags`).
 _Flags = tuple[bool, bool, bool]
 
@@ -136,6 +141,9 @@ class DomainStateManager:
         #: domains this crawler asked the remote service about (first sight without a probe)
         self._asked: set[str] = set()
         self.browser = BrowserRoute.from_crawler(crawler, config, self.classifier)
+        self.polite = Politeness(config, crawler, lambda: self.clock())  # noqa: PLW0108 (tests swap the clock)
+        self.pauses = HostPauses(config.pause_after)
+        self.alarm = BlockedAlarm(config.blocked_share, config.blocked_window)
         self.dead_urls = DeadUrls(self.store, config.url_dead_ttl, self.telemetry.store_failed)
         self.gate = SendGate()
         #: ``request_left_downloader`` is connected when the gate is first used: Scrapy sends it
@@ -174,6 +182,8 @@ class DomainStateManager:
             # alone still opens, flushes and closes the store.
             crawler.signals.connect(manager.spider_opened, signal=scrapy_signals.spider_opened)
             crawler.signals.connect(manager.spider_closed, signal=scrapy_signals.spider_closed)
+            if config.politeness:
+                crawler.signals.connect(manager.response_downloaded, signal=scrapy_signals.response_downloaded)
         return manager
 
     @property
@@ -255,6 +265,7 @@ class DomainStateManager:
         """Flush and close the store; returns a Deferred while the remote client drains."""
         if not self.opened:
             return None
+        self._save_manners()
         self.flush()
         self._state_stats()
         self.telemetry.store_counters(self.store)
@@ -545,6 +556,14 @@ class DomainStateManager:
                     "(browser only, and no browser is configured)"
                 )
             raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
+        if self.pauses.paused and host_of(request.url) in self.pauses.paused:
+            # (checked when sent: requests held for a lead or by the gate were decided before)
+            self.gate.leave(request)
+            self._mark(request, domain, state, expires, "skip")
+            self.telemetry.skipped(domain, "paused")
+            raise IgnoreRequest(f"domainstate: skipping {request.url}: its host is paused for this crawl")
+        if self.polite.needs_prime(request):
+            self.polite.prime(request, domain, self._polite_record(domain))
         if route.forced and not repeat:
             self.telemetry.inc("forced")
         if route.to_browser:
@@ -720,6 +739,7 @@ class DomainStateManager:
         verdict, passed = evidence.response_verdict(
             self.classifier, facts.method, response.status, response.headers, response.body, response.url, facts.is_root
         )
+        self._manners(request, domain, facts.method, verdict)
         certificate = None
         if verdict.outcome is not Outcome.ANTIBOT and response.url.startswith("https:"):
             certificate = self._certificate_verdict(response)
@@ -766,7 +786,10 @@ class DomainStateManager:
             if judged.url_dead:
                 self._mark_url_dead(request)
             return self._reissue(request, judged.reason) if judged.reissue else response
-        self.record(domain, method, judged.record, request)
+        if self.alarm.on and judged.record.outcome is Outcome.ANTIBOT:
+            self.telemetry.inc("antibot_suspect")  # the crawler is blocked, not (only) this site
+        else:
+            self.record(domain, method, judged.record, request)
         if method is Method.TAB and not judged.record.success:
             self._hard_render_failed(request)
         if judged.reissue:
@@ -805,6 +828,14 @@ class DomainStateManager:
         facts = self._evidence_facts(request)
         verdict = self.classifier.failure(exception)
         judged = evidence.judge_failure(facts, verdict)
+        hostname = host_of(request.url)
+        if self.pauses.failed(hostname, verdict.error_class):
+            self._paused(hostname, out["domain"], request, verdict)
+            self._drain(request, hostname)
+        if judged.reissue and self.pauses.failing(hostname) and verdict.outcome is Outcome.NETWORK_ERROR:
+            # The server keeps timing out: a browser would wait for the same server.
+            judged = evidence.Evidence(record=judged.record, reason=judged.reason)
+            self.telemetry.inc("browser_reissue_skipped/failing_host")
         self.record(out["domain"], facts.method, verdict, request)
         if facts.method is Method.TAB:
             self._hard_render_failed(request)
@@ -822,6 +853,106 @@ class DomainStateManager:
         drop = self.browser.render_keys
         meta = {k: v for k, v in request.meta.items() if k not in drop and k != META_DECISION}
         return request.replace(dont_filter=True, meta=meta)
+
+    # ------------------------------------------------------------ manners
+
+    def response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        """Every downloaded response, retried ones too: a 429/503 slows its slot at once."""
+        out = request.meta.get(META_OUT)
+        if self.polite.downloaded(response, request, out.get("domain") if out else None):
+            hostname = host_of(request.url)
+            if self.pauses.pause(hostname):
+                self._drain(request, hostname)
+                self.telemetry.inc("paused_hosts")
+                logger.warning(
+                    "scrapy-domainstate: pausing %s for the rest of this crawl: it asks for Retry-After %s, "
+                    "more than DOMAINSTATE_POLITE_MAX_DELAY (%g s); the next crawl starts it at that delay",
+                    hostname,
+                    (response.headers.get(b"Retry-After") or b"").decode("latin-1", "replace"),
+                    self.config.polite_max_delay,
+                    extra={"crawler": self.crawler},
+                )
+
+    def _manners(self, request: Request, domain: str, method: Method, verdict: Verdict) -> None:
+        """After a response: the slot back up to its floor, the host's failure streak broken,
+        the blocked-crawl alarm fed with a plain response."""
+        self.polite.enforce(request)
+        if self.pauses.tracking:
+            self.pauses.succeeded(host_of(request.url))
+        if method is not Method.TAB and self.alarm.observe(domain, verdict.outcome is Outcome.ANTIBOT):
+            self._blocked()
+
+    def _blocked(self) -> None:
+        walls, responses, domains = self.alarm.figures()
+        self.telemetry.inc("blocked")
+        logger.warning(
+            "scrapy-domainstate: this crawl looks blocked: %d of the last %d responses (from %d domains) "
+            "are anti-bot walls. The cause is likely the crawler (its IP or its fingerprint), not the "
+            "sites: new anti-bot verdicts are held as suspect (not recorded) until the share falls "
+            "below half; check the proxy or the browser%s",
+            walls,
+            responses,
+            domains,
+            "; closing the spider (DOMAINSTATE_BLOCKED_CLOSE)" if self.config.blocked_close else "",
+            extra={"crawler": self.crawler},
+        )
+        self.crawler.signals.send_catch_log(
+            signal=signals.crawl_blocked,
+            walls=walls,
+            responses=responses,
+            domains=domains,
+            spider=getattr(self.crawler, "spider", None),
+        )
+        if self.config.blocked_close and self._engine_running():
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason="domainstate_blocked"))
+
+    def _paused(self, hostname: str, domain: str, request: Request, verdict: Verdict) -> None:
+        """A host that keeps timing out is paused for the crawl; the pause is a dead signal, so
+        pauses on two visits confirm ``dead`` as other dead signals do."""
+        self.telemetry.inc("paused_hosts")
+        logger.warning(
+            "scrapy-domainstate: pausing %s for the rest of this crawl: %d %s failures in a row; "
+            "its queued requests are not sent (domainstate/skip/paused), it is tried again next crawl",
+            hostname,
+            self.pauses.after,
+            verdict.error_class,
+            extra={"crawler": self.crawler},
+        )
+        self.record(domain, Method.FETCH, Verdict(Outcome.DEAD, None, f"paused:{verdict.error_class}"), request)
+
+    def _drain(self, request: Request, hostname: str) -> None:
+        """Drop the requests of a paused host that wait in its download slot's queue (decided
+        already: a slot with a delay queues them there)."""
+        downloader = getattr(self.crawler.engine, "downloader", None) if self._engine_running() else None
+        slot = None if downloader is None else downloader.slots.get(downloader.get_slot_key(request))
+        if slot is None:
+            return
+        for queued in [q for q in slot.queue if host_of(q[0].url) == hostname]:
+            slot.queue.remove(queued)
+            waiting, deferred = queued
+            out = waiting.meta.get(META_OUT)
+            if out:
+                self._mark(waiting, out["domain"], State(out["state"]), out.get("expires_at"), "skip")
+                self.telemetry.skipped(out["domain"], "paused")
+            deferred.errback(IgnoreRequest(f"domainstate: skipping {waiting.url}: its host is paused for this crawl"))
+
+    def _polite_record(self, domain: str) -> DomainStat | None:
+        try:
+            return self.store.get(polite_key(domain))
+        except Exception:
+            self.telemetry.store_failed("read")
+            return None
+
+    def _save_manners(self) -> None:
+        """At close: the learned delays, for the next crawl (and the fleet)."""
+        keep, drop = self.polite.records(self.clock())
+        try:
+            if keep:
+                self.store.put_many(keep)
+            for key in drop:
+                self.store.delete(key)
+        except Exception:
+            self.telemetry.store_failed("write")
 
     def _robots_failed(self, exception: BaseException) -> None:
         """RobotsTxtMiddleware logs an ERROR with a traceback for every robots.txt it cannot

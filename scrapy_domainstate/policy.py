@@ -47,6 +47,8 @@ from .record import FETCHED, DomainStat, Method, Outcome, RecentEntry, State
 SHELL_RENDER = "js-shell"
 #: A rate limit: an antibot outcome that neither extends nor breaks the antibot streak.
 RATE_LIMIT_STATUS = 429
+#: The error class of a pause (``paused:timeout``): a host that stopped answering for a visit.
+PAUSED_PREFIX = "paused:"
 
 __all__ = ["Decision", "Policy", "Transition"]
 
@@ -444,6 +446,10 @@ class Policy:
             return None  # a site that yielded useful pages is never dead by its certificate alone
         if len(streak) >= self.config.dead_threshold and any(e.method is not Method.HEAD for e in streak):
             return State.DEAD, f"{len(streak)} dead signals in a row ({entry.error_class or entry.status})"
+        if streak and (streak[0].error_class or "").startswith(PAUSED_PREFIX):
+            # A host paused for a visit (its requests timed out N times in a row): the pause sums
+            # up its own streak, so it is a visit's dead verdict by itself (held, then confirmed).
+            return State.DEAD, f"paused ({streak[0].error_class})"
         return None
 
     def _maybe_friendly(self, stat: DomainStat) -> tuple[State, str] | None:

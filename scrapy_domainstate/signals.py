@@ -15,4 +15,9 @@ outcome_recorded = object()
 #: ``at``, ``reason``), ``stat``, ``request``, ``spider``.
 state_changed = object()
 
-__all__ = ["outcome_recorded", "state_changed"]
+#: The blocked-crawl alarm went off: most responses of the crawl are walls (see
+#: ``DOMAINSTATE_BLOCKED_SHARE``). Arguments: ``walls``, ``responses``, ``domains`` (the
+#: figures of the window), ``spider``.
+crawl_blocked = object()
+
+__all__ = ["crawl_blocked", "outcome_recorded", "state_changed"]

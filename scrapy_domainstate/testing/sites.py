@@ -64,6 +64,7 @@ AWS_WAF = "aws-waf"
 DATADOME = "datadome"
 DATADOME_BAN = "datadome-ban"
 RATE_LIMITED = "rate-limited"
+BURST_LIMITED = "burst-limited"
 FLAKY = "flaky"
 SLOW = "slow"
 JS_SHELL = "js-shell"
@@ -99,6 +100,8 @@ KINDS: dict[str, str] = {
     DATADOME: "403 with x-dd-b: 1 and a captcha-delivery.com iframe with t=fe; browser too",
     DATADOME_BAN: "403 with x-dd-b: 1 and a captcha-delivery.com iframe with t=bv (ban); browser too",
     RATE_LIMITED: "429 with Retry-After: 60, always",
+    BURST_LIMITED: "as friendly, but a request less than option window=2.0 seconds after the host's "
+    "previous answered one gets 429 with Retry-After: <window> (a rate limit against bursts)",
     FLAKY: "503 on requests number 1, 1+every, ... (option every=2, per host), otherwise as friendly",
     SLOW: "as friendly after option delay=3.0 seconds (reactor.callLater, cancelled on disconnect)",
     JS_SHELL: "200 '<div id=app></div><script>' that writes the contacts with JS: plain fetch sees none",
@@ -143,6 +146,7 @@ ANTIBOT_KINDS = frozenset(
 DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     CF_SOMETIMES: {"every": 3},
     FLAKY: {"every": 2},
+    BURST_LIMITED: {"window": 2.0},
     SLOW: {"delay": 3.0},
     HUGE: {"size": 20 * 1024 * 1024},
     REDIRECT: {"target": None},  # None: http://friendly-redirected.test:<port>
@@ -487,6 +491,8 @@ class SiteServer:
         self._lock = threading.Lock()
         self._log: list[LoggedRequest] = []
         self._counters: dict[tuple[str, str], int] = {}
+        #: burst-limited: host -> when it last served a page (monotonic)
+        self._last_served: dict[str, float] = {}
         self._binary = random.Random(1234).randbytes(64 * 1024)
         self._handlers: dict[str, Callable[[Request, str, str, dict[str, Any]], bytes | int]] = {
             FRIENDLY: self._friendly,
@@ -504,6 +510,7 @@ class SiteServer:
             DATADOME: self._datadome("fe"),
             DATADOME_BAN: self._datadome("bv"),
             RATE_LIMITED: self._rate_limited,
+            BURST_LIMITED: self._burst_limited,
             FLAKY: self._flaky,
             SLOW: self._slow,
             JS_SHELL: self._js_shell,
@@ -548,6 +555,7 @@ class SiteServer:
         with self._lock:
             self._log.clear()
             self._counters.clear()
+            self._last_served.clear()
         self.sites = default_sites()
         self.options = {}
         self.pages = PAGES
@@ -1002,6 +1010,23 @@ class SiteServer:
             return self._respond(request, 403, body, headers=headers)
 
         return handler
+
+    def _burst_limited(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+        window = float(options["window"])
+        now = time.monotonic()
+        with self._lock:
+            last = self._last_served.get(host)
+            limited = last is not None and now - last < window
+            if not limited:
+                self._last_served[host] = now
+        if limited:
+            return self._respond(
+                request,
+                429,
+                _html("429 Too Many Requests", "<h1>Slow down</h1>"),
+                headers={b"retry-after": str(int(window) if window == int(window) else window).encode()},
+            )
+        return self._page(request, host, path, friendly_page)
 
     def _rate_limited(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
         return self._respond(

@@ -36,6 +36,7 @@ from scrapy_domainstate.testing.resolver import (
 from scrapy_domainstate.testing.sites import (
     AWS_WAF,
     BINARY,
+    BURST_LIMITED,
     CF_BLOCK,
     CF_DELAYED,
     CF_HARD,
@@ -287,6 +288,7 @@ EXPECTED_GET: dict[str, tuple[int, dict[str, str], list[bytes]]] = {
     DATADOME: (403, {"x-dd-b": "1"}, [b"geo.captcha-delivery.com/captcha/", b"&t=fe&"]),
     DATADOME_BAN: (403, {"x-dd-b": "1"}, [b"&t=bv&"]),
     RATE_LIMITED: (429, {"retry-after": "60"}, []),
+    BURST_LIMITED: (200, {}, [b"mailto:info@burst-limited.test"]),  # the first request of a burst
     FLAKY: (503, {}, []),
     SLOW: (200, {}, [b"mailto:info@slow.test"]),
     JS_SHELL: (200, {}, [b"<div id=app></div><script>"]),
