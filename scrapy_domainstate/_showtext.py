@@ -20,7 +20,7 @@ from .record import DomainStat, State
 if TYPE_CHECKING:
     from .store import DomainStore
 
-__all__ = ["Shown", "decided_as", "iso", "look", "part_label", "relative", "show_lines", "span"]
+__all__ = ["Shown", "decided_as", "iso", "look", "part_label", "plural", "relative", "show_lines", "span"]
 
 
 def iso(ts: float | None) -> str:
@@ -50,6 +50,11 @@ def span(seconds: float) -> str:
 
 def relative(ts: float, now: float) -> str:
     return f"in {span(ts - now)}" if ts >= now else f"{span(now - ts)} ago"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 domain``, ``2 domains``, ``1,000 requests``."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def part_label(part: tuple[str, str]) -> str:

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ._showtext import plural
 from .record import State
 
 __all__ = ["KEEP", "CrawlSummary", "append_crawl", "read_crawls"]
@@ -97,6 +98,12 @@ class CrawlSummary:
     canaries: int = 0
     #: Renders of ``antibot-hard`` domains that did not get a page.
     hard_renders_failed: int = 0
+    #: Download slots slowed by a 429/503 (or started slow from a remembered delay).
+    slowed: int = 0
+    #: Hosts paused for the rest of the crawl (timeouts in a row, or a Retry-After past the cap).
+    paused: int = 0
+    #: Times the blocked-crawl alarm went off.
+    blocked: int = 0
 
     # ----------------------------------------------------------- derived
 
@@ -169,6 +176,9 @@ class CrawlSummary:
             navigation=_int(stats, "outcome/navigation"),
             canaries=_int(stats, "canary"),
             hard_renders_failed=_int(stats, "hard_render_failed"),
+            slowed=_int(stats, "polite/slowed"),
+            paused=_int(stats, "paused_hosts"),
+            blocked=_int(stats, "blocked"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -197,6 +207,9 @@ class CrawlSummary:
                 navigation=int(data.get("navigation", 0)),
                 canaries=int(data.get("canaries", 0)),
                 hard_renders_failed=int(data.get("hard_renders_failed", 0)),
+                slowed=int(data.get("slowed", 0)),
+                paused=int(data.get("paused", 0)),
+                blocked=int(data.get("blocked", 0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a crawl summary: {exc}") from None
@@ -219,7 +232,7 @@ class CrawlSummary:
             "scrapy-domainstate: %s domains touched (%s); %s state changes (%s); requests sent %s "
             "(%s probes, %s renders, %s browser re-issues, %s retries); %s skipped (%s); %s from the HTTP cache; "
             "%s useful pages, %s navigation pages; antibot-hard: %s canaries, %s failed renders; "
-            "against plain fetch-with-fallback this %s",
+            "%s slowed down, %s paused%s; against plain fetch-with-fallback this %s",
             (
                 f"{sum(self.domains.values()):,}",
                 fmt(self.domains),
@@ -237,6 +250,9 @@ class CrawlSummary:
                 f"{self.navigation:,}",
                 f"{self.canaries:,}",
                 f"{self.hard_renders_failed:,}",
+                plural(self.slowed, "slot"),
+                plural(self.paused, "host"),
+                "; BLOCKED: most responses were walls (the alarm went off)" if self.blocked else "",
                 verdict,
             ),
         )

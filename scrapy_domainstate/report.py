@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from ._showtext import part_label
+from ._showtext import part_label, plural
 from ._time import DAY, HOUR, MINUTE
 from .crawllog import CrawlSummary
 from .keys import part_of
@@ -632,9 +632,15 @@ def _changed_table(summary: Summary) -> str:
     )
 
 
-def plural(n: int, word: str) -> str:
-    """``1 domain``, ``2 domains``, ``1,000 requests``."""
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+def _finish(crawl: CrawlSummary) -> str:
+    """The finish reason, and what the crawl learned about being polite: ``finished; 2 slots
+    slowed, 1 host paused; blocked``."""
+    notes = [
+        plural(crawl.slowed, "slot") + " slowed" if crawl.slowed else "",
+        plural(crawl.paused, "host") + " paused" if crawl.paused else "",
+        "blocked (most responses were walls)" if crawl.blocked else "",
+    ]
+    return "; ".join([crawl.finish_reason, *(n for n in notes if n)])
 
 
 #: Reasons longer than this are cut in the tables, the whole text shown on hover and on click.
@@ -690,7 +696,7 @@ def _saved_section(crawls: Sequence[CrawlSummary]) -> str:
             f"<td>{_counts_text(c.skipped)}</td>"
             f'<td class="num saved-requests">{c.requests_saved:,}</td>'
             f'<td class="num saved-renders">{c.renders_saved:,}</td>'
-            f'<td class="num">{sum(c.transitions.values()):,}</td><td>{_e(c.finish_reason)}</td></tr>'
+            f'<td class="num">{sum(c.transitions.values()):,}</td><td>{_e(_finish(c))}</td></tr>'
         )
     total_saved = sum(c.requests_saved for c in crawls)
     total_fallback = sum(c.fallback_requests for c in crawls)

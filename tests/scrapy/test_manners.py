@@ -92,7 +92,7 @@ def _status_count(result: Any, status: int) -> int:
 @pytest_twisted.ensureDeferred
 @pytest.mark.parametrize("autothrottle", [False, True])
 async def test_a_rate_limit_slows_the_slot_and_the_next_crawl_starts_slow(
-    sites: Any, crawl_settings: Any, run_crawl: Any, autothrottle: bool
+    sites: Any, crawl_settings: Any, run_crawl: Any, autothrottle: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     sites.pages = (*PAGES, *EXTRA_PAGES)
     sites.set_kind("burst-limited.test", "burst-limited", window=1.0)
@@ -100,10 +100,13 @@ async def test_a_rate_limit_slows_the_slot_and_the_next_crawl_starts_slow(
         crawl_settings, AUTOTHROTTLE_ENABLED=autothrottle, AUTOTHROTTLE_START_DELAY=0, AUTOTHROTTLE_MAX_DELAY=5
     )
     urls = [sites.url("burst-limited.test", page) for page in sites.pages]
+    caplog.set_level(logging.INFO)
     first = await run_crawl(settings, urls)
     for url in urls:
         assert first.response_for(url).status == 200, url  # every page, in the end
     assert first.stats["domainstate/polite/slowed"] == 1
+    [summary] = [r.getMessage() for r in caplog.records if "domains touched" in r.getMessage()]
+    assert "1 slot slowed down, 0 hosts paused;" in summary
     # the 429s came in the first burst only: after it, one request per window
     times = [r.at for r in sites.requests("burst-limited.test")]
     assert _status_count(first, 429) <= len(urls) - 1
