@@ -7,6 +7,7 @@ Key layout, under ``DOMAINSTATE_REDIS_PREFIX`` (``P``, default ``domainstate:``)
     P u:<fingerprint>        URL-level dead mark: value = until (epoch seconds), expires at until
     P w:<token>              write token of one transaction (exactly-once after a lost EXEC reply)
     P w:{<domain>}:<token>   the same, for a one-domain transaction
+    P marker                 a random value set at the first open: gone after a reconnect = Redis came back empty
 
 Design (the README's "Running a fleet" section quotes these):
 
@@ -26,13 +27,28 @@ Design (the README's "Running a fleet" section quotes these):
   ``ZADD ... GT`` follows in a plain pipeline. A prefix with its own hash tag
   (``{ds}:``) puts every key in one slot and keeps the batched path, on one node.
 - **Degrade, never stall a crawl.** Short socket timeouts (0.5 s connect and read, no
-  client retries; ``?socket_timeout=`` and ``?socket_connect_timeout=`` in the URL win)
-  and a circuit breaker: after a failure, reads answer "not stored" (a request is
-  treated as for an unknown domain) and writes stay buffered for
-  :attr:`RedisStore.breaker_seconds` without touching the network. One warning with the
-  traceback per outage, counted in ``errors``; the next flush after Redis is back writes
-  the buffer. The buffer is capped (:attr:`RedisStore.max_buffered`); beyond it the
-  oldest buffered outcomes are dropped, counted in ``dropped``, with a warning.
+  client retries; ``?socket_timeout=`` and ``?socket_connect_timeout=`` in the URL win),
+  and a deadline per call that bounds the whole call, every connect, send and reply of it
+  (:attr:`RedisStore.read_deadline` 0.2 s for a decision's ``GET`` or a URL mark,
+  :attr:`RedisStore.write_deadline` 0.6 s for a flush, which starts no new chunk after
+  :attr:`RedisStore.flush_budget`: a backlog is written in slices). Two circuit breakers,
+  one for reads and one for writes: a lost connection, a call cut at its deadline, or
+  :attr:`RedisStore.slow_threshold` calls in a row that waited over
+  :attr:`RedisStore.slow_reply` for a reply open both; an error reply to a write (Redis at
+  ``maxmemory`` with ``noeviction``, a read-only replica) opens only the write breaker, and
+  decisions keep reading Redis. While the read breaker is open reads answer "not stored" (a
+  request is treated as for an unknown domain); while the write breaker is open outcomes
+  stay buffered; each for :attr:`RedisStore.breaker_seconds` without touching the network.
+  One warning per outage (from the first failure until both breakers are closed again),
+  counted in ``errors`` and ``slow_calls``, with no record bytes or keys in it (redis-py
+  quotes a failed pipeline command with its arguments: only the command's name is kept);
+  the next flush after Redis is back writes the buffer. The buffer is capped
+  (:attr:`RedisStore.max_buffered`); beyond it the oldest buffered outcomes are dropped,
+  counted in ``dropped``, with a warning.
+- **Redis that comes back empty says so.** ``open()`` reads the ``marker`` key (setting a
+  random value if there is none); after every reconnect the store reads it again. Gone, or
+  another value (another crawler of the fleet set a new one first), means Redis restarted
+  without persistence or was flushed: one warning each time, counted in ``emptied``.
 - **Start-up fails loudly**: no URL is a ``ConfigError`` naming ``DOMAINSTATE_REDIS_URL``
   (Scrapy's ``REDIS_URL``, as scrapy-redis reads it, is the fallback); an unreachable
   server, or one older than Redis 6.2 (``SET ... PXAT``, ``ZADD ... GT``), is a
