@@ -88,7 +88,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 try:
     import redis
     from redis.backoff import NoBackoff
-    from redis.connection import Connection, parse_url
+    from redis.connection import AbstractConnection, Connection, parse_url
     from redis.exceptions import RedisClusterException, RedisError, ResponseError, WatchError
     from redis.maint_notifications import MaintNotificationsConfig
     from redis.retry import Retry
@@ -153,14 +153,15 @@ class _Deadline:
         return self.at - time.monotonic()
 
 
-class _DeadlineConnection(Connection):
+class _DeadlineConnection(AbstractConnection):
     """A redis-py connection whose every connect, send and reply wait ends by the deadline.
 
     The socket timeout bounds one read; a store call is several round trips (a flush is
     WATCH, MGET, EXEC per chunk), so each waits at most what is left of the call's
     :class:`_Deadline`. Past it the connection is dropped (a reply may still be on its way)
     and ``redis.TimeoutError`` raised. Subclassed per store with its own ``deadline``, over
-    the connection class the URL asks for (TCP, TLS, Unix socket).
+    the connection class the URL asks for (TCP, TLS, Unix socket): it comes first in the
+    MRO and defers to that class for the socket itself.
     """
 
     deadline: _Deadline
@@ -177,7 +178,7 @@ class _DeadlineConnection(Connection):
         if left != math.inf:
             self.socket_connect_timeout = min(saved or left, left)
         try:
-            sock = super()._connect()
+            sock = super()._connect()  # type: ignore[safe-super]  # the URL's class, next in the MRO
         finally:
             self.socket_connect_timeout = saved
         self.deadline.connects += 1
@@ -203,14 +204,10 @@ class _DeadlineConnection(Connection):
             deadline.worst = max(deadline.worst, time.monotonic() - started)
 
 
-def _connection_class(url: str, deadline: _Deadline) -> type[Connection]:
+def _connection_class(url: str, deadline: _Deadline) -> type[AbstractConnection]:
     """:class:`_DeadlineConnection` over the URL's own connection class, bound to ``deadline``."""
     base = parse_url(url).get("connection_class", Connection)
-    if base is Connection:
-        bases: tuple[type, ...] = (_DeadlineConnection,)
-    else:  # TLS or a Unix socket: the deadline methods first, then that class
-        bases = (_DeadlineConnection, base)
-    return type(f"Deadline{base.__name__}", bases, {"deadline": deadline})
+    return type(f"Deadline{base.__name__}", (_DeadlineConnection, base), {"deadline": deadline})
 
 
 _PIPELINE_ARGS = re.compile(r"Command # (\d+) \((\S+)[^)]*\) of pipeline")

@@ -227,3 +227,19 @@ def test_a_redis_that_kept_its_data_says_nothing(tmp_path, caplog):
         assert store.emptied == 0
         assert not warnings(caplog, "came back empty")
         assert store.get("known.example").fetch_total >= 2
+
+
+def test_deadlines_keep_the_urls_connection_class(tmp_path):
+    """The deadline connection goes over the class the URL asks for: here a Unix socket."""
+    require_redis_server()
+    path = tmp_path / "redis.sock"
+    with RedisServer(tmp_path / "unix", extra_args=("--unixsocket", str(path))) as server:
+        assert server.process is not None
+        with opened(f"unix://{path}?db=0", tmp_path, flush_size=1) as store:
+            store.record("unix.example", fetch(NOW))
+            assert store.get("unix.example").fetch_total == 1
+            connection = store._client.connection_pool.get_connection()
+            try:
+                assert type(connection).__name__ == "DeadlineUnixDomainSocketConnection"
+            finally:
+                store._client.connection_pool.release(connection)
