@@ -31,7 +31,8 @@ Design (the README's "Running a fleet" section quotes these):
   and a deadline per call that bounds the whole call, every connect, send and reply of it
   (:attr:`RedisStore.read_deadline` 0.2 s for a decision's ``GET`` or a URL mark,
   :attr:`RedisStore.write_deadline` 0.6 s for a flush, which starts no new chunk after
-  :attr:`RedisStore.flush_budget`: a backlog is written in slices). Two circuit breakers,
+  :attr:`RedisStore.flush_budget`: a backlog is written in slices; the trial flush after a
+  breaker's wait gets the read's deadline). Two circuit breakers,
   one for reads and one for writes: a lost connection, a call cut at its deadline, or
   :attr:`RedisStore.slow_threshold` calls in a row that waited over
   :attr:`RedisStore.slow_reply` for a reply open both; an error reply to a write (Redis at
@@ -511,7 +512,10 @@ class RedisStore(DomainStore):
         if isinstance(exc, (redis.TimeoutError, TimeoutError)):
             self.slow_calls += 1
         for breaker in self._breakers(exc, kind):
-            self._tune(breaker).failure(hard=True)
+            # allow() first: a breaker whose wait is over starts a new one now (the other
+            # breaker's trial just failed: no second trial right after it)
+            self._tune(breaker).allow()
+            breaker.failure(hard=True)
         self._outage_begins(self._outage_kind(exc, kind), what, exc)
 
     def _succeeded(self, kind: str) -> None:
@@ -774,7 +778,12 @@ class RedisStore(DomainStore):
                 f"(next attempt within {self.breaker_seconds:g} s)"
             )
         deadline = self._deadline
-        deadline.start(self.close_deadline if force else self.write_deadline)
+        if force:
+            deadline.start(self.close_deadline)
+        elif self.write_breaker.state == CircuitBreaker.HALF_OPEN:
+            deadline.start(min(self.read_deadline, self.write_deadline))  # a trial: as short as a read
+        else:
+            deadline.start(self.write_deadline)
         self._budget_end = math.inf if force else time.monotonic() + self.flush_budget
         try:
             return self._flush_within_deadline()
