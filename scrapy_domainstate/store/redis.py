@@ -211,14 +211,14 @@ def _connection_class(url: str, deadline: _Deadline) -> type[AbstractConnection]
     return type(f"Deadline{base.__name__}", (_DeadlineConnection, base), {"deadline": deadline})
 
 
-_PIPELINE_ARGS = re.compile(r"Command # (\d+) \((\S+)[^)]*\) of pipeline")
+_PIPELINE_ARGS = re.compile(r"Command # (\d+) \((\S+).*\) of pipeline caused error", re.DOTALL)
 
 
 def _reason(exc: BaseException) -> str:
     """An error as logs and messages may show it: redis-py quotes a failed pipeline command
     with its arguments (record bytes, keys); only the command's name is kept."""
-    text = str(exc).rstrip(".")
-    text = _PIPELINE_ARGS.sub(r"Command # \1 (\2 ...) of pipeline", text)
+    text = _PIPELINE_ARGS.sub(r"Command # \1 (\2 ...) of pipeline caused error", str(exc).rstrip("."))
+    text = "".join(c if c.isprintable() else "?" for c in text)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -798,7 +798,9 @@ class RedisStore(DomainStore):
                 self._post_per_domain()
         except RedisError as exc:
             self._failed(exc, "flush")
-            raise StoreError(f"{self.describe()}: write failed: {_reason(exc)}") from exc
+            raise StoreError(
+                f"{self.describe()}: write failed: {_reason(exc)}"
+            ) from None  # (the cause quotes record bytes)
         if not self._pending:
             self._succeeded("write")
             return 0
@@ -902,7 +904,9 @@ class RedisStore(DomainStore):
                     out.update(self._tx_chunk(items[i : i + self.chunk_size]))
         except RedisError as exc:
             self._failed(exc, "write")
-            raise StoreError(f"{self.describe()}: write failed: {_reason(exc)}") from exc
+            raise StoreError(
+                f"{self.describe()}: write failed: {_reason(exc)}"
+            ) from None  # (the cause quotes record bytes)
         self._succeeded("write")
         if self._lru_size > self.config.max_domains:
             try:
@@ -1095,7 +1099,7 @@ class RedisStore(DomainStore):
             if self._lru_size > self.config.max_domains:
                 self._evict()
         except RedisError as exc:
-            raise StoreError(f"{self.describe()}: cannot write {stat.domain}: {_reason(exc)}") from exc
+            raise StoreError(f"{self.describe()}: cannot write {stat.domain}: {_reason(exc)}") from None
 
     def _delete(self, domain: str) -> bool:
         client = self._require()

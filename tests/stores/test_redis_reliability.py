@@ -243,3 +243,18 @@ def test_deadlines_keep_the_urls_connection_class(tmp_path):
                 assert type(connection).__name__ == "DeadlineUnixDomainSocketConnection"
             finally:
                 store._client.connection_pool.release(connection)
+
+
+def test_error_messages_keep_the_command_name_only():
+    from scrapy_domainstate.store.redis import _reason
+
+    record = b"\x01\x02) of (SET x\xff"
+    exc = redis.exceptions.OutOfMemoryError(
+        f"Command # 2 (SET p:d:{{a.example}} {record.decode('latin-1')} PXAT 123) of pipeline caused error: "
+        "command not allowed when used memory > 'maxmemory'."
+    )
+    text = _reason(exc)
+    assert text == (
+        "OutOfMemoryError: Command # 2 (SET ...) of pipeline caused error: "
+        "command not allowed when used memory > 'maxmemory'"
+    )
