@@ -373,6 +373,7 @@ class RedisStore(DomainStore):
             )
         masked = mask_url(url)
         try:
+            url = self._take_url_options(url)
             kwargs: dict[str, Any] = {
                 "socket_timeout": self.socket_timeout,
                 "socket_connect_timeout": self.socket_connect_timeout,
@@ -417,6 +418,29 @@ class RedisStore(DomainStore):
             self.prefix,
             ", cluster, one transaction per domain" if self._per_domain else (", cluster" if self._cluster else ""),
         )
+
+    #: The store's own URL parameters (seconds): taken out of the URL before redis-py sees it.
+    URL_OPTIONS = ("read_deadline", "write_deadline", "slow_reply")
+
+    def _take_url_options(self, url: str) -> str:
+        """Set :attr:`URL_OPTIONS` given in the URL's query (``?read_deadline=0.5``) on this
+        store; the URL without them. A Redis far away (tens of ms a round trip) needs them."""
+        parts = urlsplit(url)
+        if not any(name in parts.query for name in self.URL_OPTIONS):
+            return url
+        kept = []
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if name not in self.URL_OPTIONS:
+                kept.append((name, value))
+                continue
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = -1.0
+            if not 0 < seconds < math.inf:
+                raise ValueError(f"{name}={value!r} must be a positive number of seconds")
+            setattr(self, name, seconds)
+        return urlunsplit(parts._replace(query=urlencode(kept)))
 
     @staticmethod
     def _check_version(client: Any, masked: str) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 redis = pytest.importorskip("redis")
 
-from scrapy_domainstate.config import Config  # noqa: E402
+from scrapy_domainstate.config import Config, ConfigError  # noqa: E402
 from scrapy_domainstate.policy import Decision  # noqa: E402
 from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, encode  # noqa: E402
 from scrapy_domainstate.store import StoreError  # noqa: E402
@@ -258,3 +258,15 @@ def test_error_messages_keep_the_command_name_only():
         "OutOfMemoryError: Command # 2 (SET ...) of pipeline caused error: "
         "command not allowed when used memory > 'maxmemory'"
     )
+
+
+def test_deadlines_can_be_set_in_the_url(server, tmp_path):
+    url = f"{server.url}?read_deadline=0.5&socket_timeout=2&slow_reply=0.2&write_deadline=1.5"
+    with opened(url, tmp_path) as store:
+        assert (store.read_deadline, store.write_deadline, store.slow_reply) == (0.5, 1.5, 0.2)
+        assert store._client.connection_pool.connection_kwargs["socket_timeout"] == 2.0
+        store.record("url.example", fetch(NOW))
+        store.flush()
+        assert store.count() == 1
+    with pytest.raises(ConfigError, match="read_deadline"):
+        redis_store_factory(f"{server.url}?read_deadline=soon", tmp_path)().open()
