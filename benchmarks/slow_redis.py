@@ -3,8 +3,9 @@
 
 Starts a ``redis-server`` on loopback, a :class:`DelayProxy` in front of it (``--delay``
 seconds added each way, default 0.2) and the repository's loopback test web server, then
-runs the same crawl twice with ``DOMAINSTATE_STORE`` set to the Redis store: once through
-the proxy with no delay (normal), once with the delay. For each it prints the crawl's
+runs the same crawl with ``DOMAINSTATE_STORE`` set to the Redis store, through the proxy
+with no delay (normal) and with the delay, alternated ``--rounds`` times (the fastest round
+of each counts: the machine may be shared). For each it prints the crawl's
 throughput (responses a second, from the first request to the last response; the close
 and its final flush are timed apart), the slowest single store call on the reactor
 thread (``decide``, ``record``, ``flush``, URL marks, ``get``), and the store's counters.
@@ -169,9 +170,18 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"delay_each_way_s": args.delay, "hosts": args.hosts, "per_host": args.per_host}
     try:
         settings = crawl_settings(tmp, proxy.url())
-        out["normal"] = await one_crawl(sites, settings, args.hosts, args.per_host, "normal")
-        proxy.delay = args.delay
-        out["slow"] = await one_crawl(sites, settings, args.hosts, args.per_host, "slow")
+        # alternate the two on a shared machine; keep each one's fastest round, and the slowest call of all
+        runs: dict[str, list[dict[str, Any]]] = {"normal": [], "slow": []}
+        for i in range(args.rounds):
+            for label, delay in (("normal", 0.0), ("slow", args.delay)):
+                proxy.delay = delay
+                runs[label].append(await one_crawl(sites, settings, args.hosts, args.per_host, f"{label}{i}"))
+        for label, rounds in runs.items():
+            best = dict(max(rounds, key=lambda r: r["requests_per_s"]))
+            worst = max(rounds, key=lambda r: r["worst_call_s"])
+            best.update(worst_call_s=worst["worst_call_s"], worst_call=worst["worst_call"])
+            best["rounds_requests_per_s"] = [r["requests_per_s"] for r in rounds]
+            out[label] = best
         out["ratio"] = round(out["slow"]["requests_per_s"] / out["normal"]["requests_per_s"], 3)
     finally:
         proxy.close()
@@ -188,7 +198,7 @@ def report(out: dict[str, Any]) -> str:
         delay = "no delay" if label == "normal" else f"+{out['delay_each_way_s']:g} s each way"
         lines.append(
             f"  {label:6} ({delay}): {r['responses']}/{r['requests']} responses in {r['seconds']:.2f} s = "
-            f"{r['requests_per_s']:.0f} requests/s; slowest store call {r['worst_call_s'] * 1000:.0f} ms "
+            f"{r['requests_per_s']:.0f} requests/s (rounds: {r['rounds_requests_per_s']}); slowest store call {r['worst_call_s'] * 1000:.0f} ms "
             f"({r['worst_call']}, {r['store_calls']} calls); close {r['close_seconds']:.2f} s; {r['stats']}"
         )
     lines.append(f"  throughput with the delay: {out['ratio'] * 100:.0f} % of normal (target: at least 50 %)")
@@ -201,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=float, default=0.2, help="seconds added each way (default 0.2)")
     parser.add_argument("--hosts", type=int, default=50, help="sites crawled (default 50)")
     parser.add_argument("--per-host", type=int, default=40, help="pages per site (default 40)")
+    parser.add_argument("--rounds", type=int, default=2, help="crawls of each kind, alternated (default 2)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     install_reactor(ASYNCIO_REACTOR)
