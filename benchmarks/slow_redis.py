@@ -152,6 +152,28 @@ async def one_crawl(sites: Any, settings: dict[str, Any], hosts: int, per_host: 
     }
 
 
+async def compare(
+    sites: Any, settings: dict[str, Any], proxy: Any, delay: float, hosts: int, per_host: int, rounds: int
+) -> dict[str, Any]:
+    """Normal and slow crawls alternated ``rounds`` times (on a shared machine): each kind's
+    fastest round, with the slowest store call of all its rounds; ``ratio`` slow / normal."""
+    runs: dict[str, list[dict[str, Any]]] = {"normal": [], "slow": []}
+    for i in range(rounds):
+        for label, seconds in (("normal", 0.0), ("slow", delay)):
+            proxy.delay = seconds
+            runs[label].append(await one_crawl(sites, settings, hosts, per_host, f"{label}{i}"))
+    proxy.delay = 0.0
+    out: dict[str, Any] = {}
+    for label, done in runs.items():
+        best = dict(max(done, key=lambda r: r["requests_per_s"]))
+        worst = max(done, key=lambda r: r["worst_call_s"])
+        best.update(worst_call_s=worst["worst_call_s"], worst_call=worst["worst_call"])
+        best["rounds_requests_per_s"] = [r["requests_per_s"] for r in done]
+        out[label] = best
+    out["ratio"] = round(out["slow"]["requests_per_s"] / out["normal"]["requests_per_s"], 3)
+    return out
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     from twisted.internet import reactor
 
@@ -170,19 +192,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"delay_each_way_s": args.delay, "hosts": args.hosts, "per_host": args.per_host}
     try:
         settings = crawl_settings(tmp, proxy.url())
-        # alternate the two on a shared machine; keep each one's fastest round, and the slowest call of all
-        runs: dict[str, list[dict[str, Any]]] = {"normal": [], "slow": []}
-        for i in range(args.rounds):
-            for label, delay in (("normal", 0.0), ("slow", args.delay)):
-                proxy.delay = delay
-                runs[label].append(await one_crawl(sites, settings, args.hosts, args.per_host, f"{label}{i}"))
-        for label, rounds in runs.items():
-            best = dict(max(rounds, key=lambda r: r["requests_per_s"]))
-            worst = max(rounds, key=lambda r: r["worst_call_s"])
-            best.update(worst_call_s=worst["worst_call_s"], worst_call=worst["worst_call"])
-            best["rounds_requests_per_s"] = [r["requests_per_s"] for r in rounds]
-            out[label] = best
-        out["ratio"] = round(out["slow"]["requests_per_s"] / out["normal"]["requests_per_s"], 3)
+        out.update(await compare(sites, settings, proxy, args.delay, args.hosts, args.per_host, args.rounds))
     finally:
         proxy.close()
         server.close()

@@ -1,8 +1,8 @@
 """A real crawl keeps its pace while Redis is slow (issue 22, item 4).
 
-The same crawl twice against the loopback test web, on the Redis store behind a
-:class:`~scrapy_domainstate.testing.delay_proxy.DelayProxy`: without delay, then with
-0.2 s added each way. The crawl function is ``benchmarks/slow_redis.py``'s, which prints
+The same crawl against the loopback test web, on the Redis store behind a
+:class:`~scrapy_domainstate.testing.delay_proxy.DelayProxy`: without delay and with 0.2 s
+added each way, alternated twice. The crawl function is ``benchmarks/slow_redis.py``'s, which prints
 the same figures at a larger size.
 """
 
@@ -47,15 +47,15 @@ async def test_a_crawl_keeps_its_pace_while_redis_is_slow(
         "DOMAINSTATE_REDIS_URL": proxy.url(),
         "CLOSESPIDER_TIMEOUT": 30,  # before the fix this crawl takes minutes: fail in bounded time
     }
-    normal = await slow_redis.one_crawl(sites, settings, 12, 25, "normal")
-    proxy.delay = 0.2
     with caplog.at_level(logging.INFO, logger="scrapy_domainstate.store.redis"):
-        slow = await slow_redis.one_crawl(sites, settings, 12, 25, "slow")
+        # normal and slow alternated twice (the machine may be shared), each kind's fastest round
+        figures = await slow_redis.compare(sites, settings, proxy, 0.2, 10, 20, rounds=2)
+    normal, slow = figures["normal"], figures["slow"]
     print(f"normal {normal}\nslow {slow}")
-    assert normal["responses"] == slow["responses"] == 300
-    assert slow["requests_per_s"] >= 0.5 * normal["requests_per_s"], (normal, slow)
+    assert normal["responses"] == slow["responses"] == 200
+    assert figures["ratio"] >= 0.5, (normal, slow)
     assert slow["worst_call_s"] < 1.0, slow
     assert slow["stats"]["domainstate/store/slow_calls"] >= 1
     assert slow["stats"]["domainstate/store/short_circuits"] >= 100
     too_slow = [r for r in caplog.records if r.levelno == logging.WARNING and "too slow" in r.getMessage()]
-    assert len(too_slow) == 1
+    assert len(too_slow) == 2  # one per slow crawl: one per outage
