@@ -1,4 +1,7 @@
-"""A real crawl keeps its pace while Redis is slow (issue 22, item 4).
+"""Real crawls on a Redis that is slow (issue 22, item 4) or full (item 5).
+
+A crawl keeps its pace while Redis is slow, and one on a Redis at ``maxmemory`` still skips
+the domains Redis knows are dead.
 
 The same crawl against the loopback test web, on the Redis store behind a
 :class:`~scrapy_domainstate.testing.delay_proxy.DelayProxy`: without delay and with 0.2 s
@@ -59,3 +62,56 @@ async def test_a_crawl_keeps_its_pace_while_redis_is_slow(
     assert slow["stats"]["domainstate/store/short_circuits"] >= 100
     too_slow = [r for r in caplog.records if r.levelno == logging.WARNING and "too slow" in r.getMessage()]
     assert len(too_slow) == 2  # one per slow crawl: one per outage
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_on_a_redis_at_maxmemory_still_skips_what_redis_knows(
+    sites: Any, crawl_settings: dict[str, Any], tmp_path: Path, caplog: Any
+) -> None:
+    """Redis refuses writes (maxmemory, noeviction): decisions still read it (issue 22, item 5)."""
+    import time
+
+    import redis
+
+    from scrapy_domainstate.config import Config
+    from scrapy_domainstate.record import DomainStat, State
+    from scrapy_domainstate.store.redis import RedisStore
+
+    require_redis_server()
+    args = ("--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+    with RedisServer(tmp_path / "full", extra_args=args) as server:
+        now = time.time()
+        dead = [f"friendly-dead{i}.test" for i in range(3)]  # served fine, but Redis says dead
+        with RedisStore(Config(redis_url=server.url)) as store:
+            for host in dead:
+                store.put(DomainStat(host, state=State.DEAD, first_seen=now, last_seen=now, state_expires_at=now + 1e5))
+        raw = redis.Redis.from_url(server.url)
+        filler = 0
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            while True:
+                raw.set(f"filler:{filler}", b"x" * 4096)
+                filler += 1
+        raw.close()
+        alive = [f"friendly-alive{i}.test" for i in range(3)]
+        # the live sites first: their outcomes' flushes fail before the dead sites are decided
+        urls = [sites.url(host, page) for host in alive + dead for page in ("/", "/page1", "/page2", "/contact") * 5]
+        settings = {
+            **crawl_settings,
+            "ADDONS": {"scrapy_domainstate.Addon": 0},
+            "DOMAINSTATE_STORE": "scrapy_domainstate.store.redis.RedisStore",
+            "DOMAINSTATE_REDIS_URL": server.url,
+            "DOMAINSTATE_FLUSH_SIZE": 5,
+            "DOMAINSTATE_FLUSH_INTERVAL": 0.1,
+            "CONCURRENT_REQUESTS": 2,
+        }
+        from scrapy_domainstate.testing.crawl import run_crawl
+
+        with caplog.at_level(logging.INFO, logger="scrapy_domainstate"):
+            result = await run_crawl(settings, urls)
+    assert {host: len(sites.requests(host)) for host in dead} == dict.fromkeys(dead, 0)
+    assert all(sites.requests(host) for host in alive)
+    assert result.stats["domainstate/store/errors"] >= 1  # the writes were refused
+    refused = [r for r in caplog.records if r.levelno == logging.WARNING and "refuses writes" in r.getMessage()]
+    assert len(refused) == 1
+    assert not [r for r in caplog.records if "reachable again" in r.getMessage()]
+    assert "d:{" not in caplog.text
