@@ -35,7 +35,7 @@ TIMED = ("decide", "record", "flush", "get", "current", "url_dead_until", "mark_
 
 
 class CallTimer:
-    """Wraps the store's methods on the class; keeps the slowest call and how many there were."""
+    """Wraps the store's methods on the class: the slowest call, how many, their total time."""
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
@@ -43,6 +43,7 @@ class CallTimer:
         self.worst = 0.0
         self.worst_name = ""
         self.calls = 0
+        self.total = 0.0
         self.depth = 0
 
     def __enter__(self) -> CallTimer:
@@ -56,9 +57,6 @@ class CallTimer:
         for name, original in self.saved.items():
             setattr(self.cls, name, original)
 
-    def reset(self) -> None:
-        self.worst, self.worst_name, self.calls = 0.0, "", 0
-
     def _wrap(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
             self.depth += 1
@@ -70,6 +68,7 @@ class CallTimer:
                 took = time.monotonic() - started
                 if self.depth == 0:  # the outermost call: what the reactor waited
                     self.calls += 1
+                    self.total += took
                     if took > self.worst:
                         self.worst, self.worst_name = took, name
 
@@ -146,6 +145,7 @@ async def one_crawl(sites: Any, settings: dict[str, Any], hosts: int, per_host: 
         "requests_per_s": round(len(result.responses) / span, 1),
         "close_seconds": round(closed - spider.last, 3),
         "store_calls": timer.calls,
+        "store_seconds": round(timer.total, 3),
         "worst_call_s": round(timer.worst, 3),
         "worst_call": timer.worst_name,
         "stats": {k: v for k, v in result.stats.items() if k.startswith("domainstate/store")},
@@ -169,6 +169,7 @@ async def compare(
         worst = max(done, key=lambda r: r["worst_call_s"])
         best.update(worst_call_s=worst["worst_call_s"], worst_call=worst["worst_call"])
         best["rounds_requests_per_s"] = [r["requests_per_s"] for r in done]
+        best["max_store_seconds"] = max(r["store_seconds"] for r in done)
         out[label] = best
     out["ratio"] = round(out["slow"]["requests_per_s"] / out["normal"]["requests_per_s"], 3)
     return out
