@@ -37,7 +37,16 @@ _DECISION_KEYS = {d: f"domainstate/decision/{d.value}" for d in Decision}
 _OUTCOME_KEYS = {o: f"domainstate/outcome/{o.value}" for o in Outcome}
 _METHOD_KEYS = {m: f"domainstate/method/{m}" for m in ("fetch", "tab", "head", "skip", "cache")}
 #: Store counters exported at close when non-zero.
-_STORE_COUNTERS = ("corrupt_records", "evicted", "errors", "dropped", "short_circuits", "conflicts")
+_STORE_COUNTERS = (
+    "corrupt_records",
+    "evicted",
+    "errors",
+    "dropped",
+    "short_circuits",
+    "conflicts",
+    "slow_calls",
+    "emptied",
+)
 
 
 class Telemetry:

@@ -7,6 +7,7 @@ Key layout, under ``DOMAINSTATE_REDIS_PREFIX`` (``P``, default ``domainstate:``)
     P u:<fingerprint>        URL-level dead mark: value = until (epoch seconds), expires at until
     P w:<token>              write token of one transaction (exactly-once after a lost EXEC reply)
     P w:{<domain>}:<token>   the same, for a one-domain transaction
+    P marker                 a random value set at the first open: gone after a reconnect = Redis came back empty
 
 Design (the README's "Running a fleet" section quotes these):
 
@@ -26,13 +27,29 @@ Design (the README's "Running a fleet" section quotes these):
   ``ZADD ... GT`` follows in a plain pipeline. A prefix with its own hash tag
   (``{ds}:``) puts every key in one slot and keeps the batched path, on one node.
 - **Degrade, never stall a crawl.** Short socket timeouts (0.5 s connect and read, no
-  client retries; ``?socket_timeout=`` and ``?socket_connect_timeout=`` in the URL win)
-  and a circuit breaker: after a failure, reads answer "not stored" (a request is
-  treated as for an unknown domain) and writes stay buffered for
-  :attr:`RedisStore.breaker_seconds` without touching the network. One warning with the
-  traceback per outage, counted in ``errors``; the next flush after Redis is back writes
-  the buffer. The buffer is capped (:attr:`RedisStore.max_buffered`); beyond it the
-  oldest buffered outcomes are dropped, counted in ``dropped``, with a warning.
+  client retries; ``?socket_timeout=`` and ``?socket_connect_timeout=`` in the URL win),
+  and a deadline per call that bounds the whole call, every connect, send and reply of it
+  (:attr:`RedisStore.read_deadline` 0.2 s for a decision's ``GET`` or a URL mark,
+  :attr:`RedisStore.write_deadline` 0.6 s for a flush, which starts no new chunk after
+  :attr:`RedisStore.flush_budget`: a backlog is written in slices; the trial flush after a
+  breaker's wait gets the read's deadline). Two circuit breakers,
+  one for reads and one for writes: a lost connection, a call cut at its deadline, or
+  :attr:`RedisStore.slow_threshold` calls in a row that waited over
+  :attr:`RedisStore.slow_reply` for a reply open both; an error reply to a write (Redis at
+  ``maxmemory`` with ``noeviction``, a read-only replica) opens only the write breaker, and
+  decisions keep reading Redis. While the read breaker is open reads answer "not stored" (a
+  request is treated as for an unknown domain); while the write breaker is open outcomes
+  stay buffered; each for :attr:`RedisStore.breaker_seconds` without touching the network.
+  One warning per outage (from the first failure until both breakers are closed again),
+  counted in ``errors`` and ``slow_calls``, with no record bytes or keys in it (redis-py
+  quotes a failed pipeline command with its arguments: only the command's name is kept);
+  the next flush after Redis is back writes the buffer. The buffer is capped
+  (:attr:`RedisStore.max_buffered`); beyond it the oldest buffered outcomes are dropped,
+  counted in ``dropped``, with a warning.
+- **Redis that comes back empty says so.** ``open()`` reads the ``marker`` key (setting a
+  random value if there is none); after every reconnect the store reads it again. Gone, or
+  another value (another crawler of the fleet set a new one first), means Redis restarted
+  without persistence or was flushed: one warning each time, counted in ``emptied``.
 - **Start-up fails loudly**: no URL is a ``ConfigError`` naming ``DOMAINSTATE_REDIS_URL``
   (Scrapy's ``REDIS_URL``, as scrapy-redis reads it, is the fallback); an unreachable
   server, or one older than Redis 6.2 (``SET ... PXAT``, ``ZADD ... GT``), is a
@@ -60,6 +77,7 @@ Design (the README's "Running a fleet" section quotes these):
 from __future__ import annotations
 
 import logging
+import math
 import random
 import re
 import time
@@ -71,8 +89,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 try:
     import redis
     from redis.backoff import NoBackoff
+    from redis.connection import AbstractConnection, Connection, parse_url
     from redis.exceptions import RedisClusterException, RedisError, ResponseError, WatchError
+    from redis.maint_notifications import MaintNotificationsConfig
     from redis.retry import Retry
+    from redis.utils import SENTINEL
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis store needs redis-py: pip install 'scrapy-domainstate[redis]'") from exc
 
@@ -105,6 +126,110 @@ _CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
 
 class _Contention(StoreError):
     """Other writers kept changing the watched keys; the entries stay buffered."""
+
+
+class _Deadline:
+    """The end of the store call in progress, read by the store's connections.
+
+    ``at`` is on the monotonic clock (``inf``: no deadline). ``worst`` is the longest wait
+    for one reply since the call began; ``connects`` counts new connections (a reconnect
+    makes the store check its marker key: did Redis come back empty?).
+    """
+
+    __slots__ = ("at", "connects", "worst")
+
+    def __init__(self) -> None:
+        self.at = math.inf
+        self.worst = 0.0
+        self.connects = 0
+
+    def start(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.worst = 0.0
+
+    def end(self) -> None:
+        self.at = math.inf
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+
+class _DeadlineConnection(AbstractConnection):
+    """A redis-py connection whose every connect, send and reply wait ends by the deadline.
+
+    The socket timeout bounds one read; a store call is several round trips (a flush is
+    WATCH, MGET, EXEC per chunk), so each waits at most what is left of the call's
+    :class:`_Deadline`. Past it the connection is dropped (a reply may still be on its way)
+    and ``redis.TimeoutError`` raised. Subclassed per store with its own ``deadline``, over
+    the connection class the URL asks for (TCP, TLS, Unix socket): it comes first in the
+    MRO and defers to that class for the socket itself.
+    """
+
+    deadline: _Deadline
+
+    def _expired(self, what: str) -> redis.TimeoutError:
+        self.disconnect()
+        return redis.TimeoutError(f"domainstate call deadline passed before {what}")
+
+    def _connect(self) -> Any:
+        left = self.deadline.left()
+        if left <= 0:
+            raise TimeoutError("domainstate call deadline passed before connecting")
+        saved = self.socket_connect_timeout
+        if left != math.inf:
+            self.socket_connect_timeout = min(saved or left, left)
+        try:
+            sock = super()._connect()  # type: ignore[safe-super]  # the URL's class, next in the MRO
+        finally:
+            self.socket_connect_timeout = saved
+        self.deadline.connects += 1
+        return sock
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self.deadline.left() <= 0:
+            raise self._expired("sending")
+        super().send_packed_command(command, check_health)
+
+    def read_response(self, disable_decoding: bool = False, *, timeout: Any = SENTINEL, **kwargs: Any) -> Any:
+        deadline = self.deadline
+        left = deadline.left()
+        if left <= 0:
+            raise self._expired("the reply")
+        if left != math.inf:
+            cap = timeout if isinstance(timeout, (int, float)) else self.socket_timeout
+            timeout = min(cap, left) if cap else left
+        started = time.monotonic()
+        try:
+            return super().read_response(disable_decoding, timeout=timeout, **kwargs)
+        finally:
+            deadline.worst = max(deadline.worst, time.monotonic() - started)
+
+
+def _connection_class(url: str, deadline: _Deadline) -> type[AbstractConnection]:
+    """:class:`_DeadlineConnection` over the URL's own connection class, bound to ``deadline``."""
+    base = parse_url(url).get("connection_class", Connection)
+    return type(f"Deadline{base.__name__}", (_DeadlineConnection, base), {"deadline": deadline})
+
+
+_PIPELINE_ARGS = re.compile(r"Command # (\d+) \((\S+).*\) of pipeline caused error", re.DOTALL)
+
+
+def _reason(exc: BaseException) -> str:
+    """An error as logs and messages may show it: redis-py quotes a failed pipeline command
+    with its arguments (record bytes, keys); only the command's name is kept."""
+    text = _PIPELINE_ARGS.sub(r"Command # \1 (\2 ...) of pipeline caused error", str(exc).rstrip("."))
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _log_exc_info(exc: BaseException) -> tuple[type[BaseException], BaseException, Any]:
+    """``exc_info`` for a log record: the traceback, with the message cleaned by :func:`_reason`
+    and without the chained exceptions (whose messages may quote record bytes)."""
+    try:
+        clean = type(exc)(_reason(exc).partition(": ")[2])
+    except Exception:
+        clean = RedisError(_reason(exc))
+    return type(exc), clean, exc.__traceback__
 
 
 def mask_url(url: str | None) -> str:
@@ -151,6 +276,20 @@ class RedisStore(DomainStore):
 
     #: Seconds reads short-circuit to "not stored" and flushes wait after a failure.
     breaker_seconds = 5.0
+    #: The most one read (a decision's GET) may take, connecting included; past it the call
+    #: is cut, the read answers "not stored" and both breakers open (Redis is slow).
+    read_deadline = 0.2
+    #: The most one flush may take, every round trip and retry included.
+    write_deadline = 0.6
+    #: A flush starts no new chunk after this long: the rest stay buffered for the next one
+    #: (a large backlog is written in slices of this size, never in one long call).
+    flush_budget = 0.25
+    #: A call that waited longer than this for one reply was slow; ``slow_threshold`` slow
+    #: calls in a row open both breakers (a Redis slow but within the deadlines).
+    slow_reply = 0.05
+    slow_threshold = 3
+    #: How long close() may write what is still buffered.
+    close_deadline = 10.0
     #: Buffered outcomes kept while Redis is unreachable; the oldest beyond it are dropped.
     max_buffered = 100_000
     #: Domains per optimistic transaction in the batched path.
@@ -182,13 +321,23 @@ class RedisStore(DomainStore):
         self._cluster = False
         self._per_domain = False
         self._evict_script: Any = None
-        # Circuit breaker (a fixed wait of breaker_seconds after any failure) and counters.
-        self.breaker = CircuitBreaker(1, self.breaker_seconds, max_cooldown=self.breaker_seconds)
-        self._outage = False
+        # Two circuit breakers (a fixed wait of breaker_seconds): reads and writes fail apart
+        # (a Redis at maxmemory refuses writes and still serves reads); a lost connection or a
+        # slow Redis opens both. Slow calls open them after slow_threshold in a row.
+        self.read_breaker = self._new_breaker()
+        self.write_breaker = self._new_breaker()
+        self._outage: str | None = None
+        self._deadline = _Deadline()
+        self._connects_seen = 0
+        self._marker: bytes | None = None
         self.errors = 0
         self.dropped = 0
         self.short_circuits = 0
         self.conflicts = 0
+        #: Calls cut at their deadline or slow (a reply waited over slow_reply).
+        self.slow_calls = 0
+        #: Times Redis was found to have come back empty (the marker key gone).
+        self.emptied = 0
         # Flush bookkeeping.
         self._auto_flush = False
         self._written: set[str] = set()
@@ -197,6 +346,7 @@ class RedisStore(DomainStore):
         self._lru_updates: dict[str, float] = {}
         self._lru_size = 0
         self._url_pending: dict[str, float] = {}
+        self._budget_end = math.inf
 
     # ------------------------------------------------------------ lifecycle
 
@@ -222,12 +372,18 @@ class RedisStore(DomainStore):
                 "hash tag such as '{domainstate}:'"
             )
         masked = mask_url(url)
-        kwargs: dict[str, Any] = {
-            "socket_timeout": self.socket_timeout,
-            "socket_connect_timeout": self.socket_connect_timeout,
-            "retry": Retry(NoBackoff(), 0),
-        }
         try:
+            url = self._take_url_options(url)
+            kwargs: dict[str, Any] = {
+                "socket_timeout": self.socket_timeout,
+                "socket_connect_timeout": self.socket_connect_timeout,
+                "retry": Retry(NoBackoff(), 0),
+                # every connect/send/reply bounded by the call's deadline; no CLIENT SETINFO or
+                # MAINT_NOTIFICATIONS round trips on each reconnect
+                "connection_class": _connection_class(url, self._deadline),
+                "driver_info": None,
+                "maint_notifications_config": MaintNotificationsConfig(enabled=False),
+            }
             client: redis.Redis | redis.RedisCluster = redis.Redis.from_url(url, **kwargs)
         except ValueError as exc:
             raise ConfigError(f"DOMAINSTATE_REDIS_URL {masked!r} is not a valid Redis URL: {exc}") from None
@@ -251,14 +407,40 @@ class RedisStore(DomainStore):
         self._cluster = bool(cluster)
         self._per_domain = self._cluster and not _has_hash_tag(self.prefix)
         self._evict_script = None if self._cluster else client.register_script(_EVICT_LUA)
-        self.breaker.reset()
-        self._outage = False
+        self.read_breaker.reset()
+        self.write_breaker.reset()
+        self._outage = None
+        self._marker = self._open_marker()
+        self._connects_seen = self._deadline.connects
         logger.info(
             "domainstate: Redis store at %s (prefix %r%s)",
             masked,
             self.prefix,
             ", cluster, one transaction per domain" if self._per_domain else (", cluster" if self._cluster else ""),
         )
+
+    #: The store's own URL parameters (seconds): taken out of the URL before redis-py sees it.
+    URL_OPTIONS = ("read_deadline", "write_deadline", "slow_reply")
+
+    def _take_url_options(self, url: str) -> str:
+        """Set :attr:`URL_OPTIONS` given in the URL's query (``?read_deadline=0.5``) on this
+        store; the URL without them. A Redis far away (tens of ms a round trip) needs them."""
+        parts = urlsplit(url)
+        if not any(name in parts.query for name in self.URL_OPTIONS):
+            return url
+        kept = []
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if name not in self.URL_OPTIONS:
+                kept.append((name, value))
+                continue
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = -1.0
+            if not 0 < seconds < math.inf:
+                raise ValueError(f"{name}={value!r} must be a positive number of seconds")
+            setattr(self, name, seconds)
+        return urlunsplit(parts._replace(query=urlencode(kept)))
 
     @staticmethod
     def _check_version(client: Any, masked: str) -> None:
@@ -307,73 +489,200 @@ class RedisStore(DomainStore):
             raise StoreError(f"{self.describe()} is not open: call open() first")
         return self._client
 
-    # ------------------------------------------------------ circuit breaker
+    # ----------------------------------------------------- circuit breakers
+
+    def _new_breaker(self) -> CircuitBreaker:
+        return CircuitBreaker(self.slow_threshold, self.breaker_seconds, max_cooldown=self.breaker_seconds)
+
+    def _tune(self, breaker: CircuitBreaker) -> CircuitBreaker:
+        # breaker_seconds and slow_threshold may be changed on the instance: a fixed wait, never doubled.
+        breaker.base_cooldown = breaker.cooldown = breaker.max_cooldown = self.breaker_seconds
+        breaker.threshold = max(1, self.slow_threshold)
+        return breaker
 
     @property
     def _down_until(self) -> float:
-        """When the breaker's wait ends (monotonic clock; 0: closed). Setting 0 closes it."""
-        return self.breaker.open_until()
+        """When the breakers' wait ends (monotonic clock; 0: both closed). Setting 0 closes them."""
+        return max(self.read_breaker.open_until(), self.write_breaker.open_until())
 
     @_down_until.setter
     def _down_until(self, value: float) -> None:
         if not value:
-            self.breaker.reset()
+            self.read_breaker.reset()
+            self.write_breaker.reset()
 
     def _available(self) -> bool:
-        return self.breaker.allow()
+        """Whether a write may be tried now."""
+        return self.write_breaker.allow()
 
-    def _failed(self, exc: BaseException, what: str) -> None:
+    def _breakers(self, exc: BaseException | None, kind: str) -> tuple[CircuitBreaker, ...]:
+        """The breakers a failure opens: both when the connection failed or was slow, else the
+        one of the call (Redis refusing writes at maxmemory still serves reads)."""
+        if exc is None or isinstance(exc, _CONNECTION_ERRORS):
+            return (self.read_breaker, self.write_breaker)
+        return (self.read_breaker,) if kind == "read" else (self.write_breaker,)
+
+    @staticmethod
+    def _outage_kind(exc: BaseException, kind: str) -> str:
+        if isinstance(exc, (redis.TimeoutError, TimeoutError)):
+            return "slow"
+        if isinstance(exc, _CONNECTION_ERRORS) or kind == "read":
+            return "down"
+        return "writes"
+
+    def _failed(self, exc: BaseException, what: str, kind: str = "write") -> None:
+        """A call failed: open its breaker(s) at once; the first failure of an outage warns."""
         self.errors += 1
-        breaker = self.breaker
-        # breaker_seconds may be changed on the instance: a fixed wait, never doubled.
-        breaker.base_cooldown = breaker.cooldown = breaker.max_cooldown = self.breaker_seconds
-        breaker.failure(hard=True)
-        if not self._outage:
-            self._outage = True
-            logger.warning(
-                "domainstate: Redis store %s failed (%s): %s. Requests are decided as for unknown domains "
-                "and outcomes stay buffered (%d now); retrying every %.1f s",
-                self.describe(),
-                what,
-                str(exc).rstrip("."),
-                self._n_pending,
-                self.breaker_seconds,
-                exc_info=exc,
-            )
-        else:
-            logger.debug("domainstate: Redis store still failing (%s): %s", what, exc)
+        if isinstance(exc, (redis.TimeoutError, TimeoutError)):
+            self.slow_calls += 1
+        for breaker in self._breakers(exc, kind):
+            # allow() first: a breaker whose wait is over starts a new one now (the other
+            # breaker's trial just failed: no second trial right after it)
+            self._tune(breaker).allow()
+            breaker.failure(hard=True)
+        self._outage_begins(self._outage_kind(exc, kind), what, exc)
 
-    def _recovered(self) -> None:
-        if self._outage:
-            self._outage = False
-            logger.info(
-                "domainstate: Redis store %s reachable again (%d errors so far, %d outcomes buffered)",
-                self.describe(),
-                self.errors,
-                self._n_pending,
+    def _succeeded(self, kind: str) -> None:
+        """A call answered: close its breaker, unless it was slow (``slow_threshold`` slow calls
+        in a row open both); after a reconnect, check that Redis did not come back empty."""
+        deadline = self._deadline
+        own = self.read_breaker if kind == "read" else self.write_breaker
+        if deadline.worst > self.slow_reply:
+            self.slow_calls += 1
+            if own.state == CircuitBreaker.CLOSED:
+                # counted while closed; a trial call that answered within its deadline closes
+                opened = [
+                    self._tune(b).failure() for b in self._breakers(None, kind) if b.state == CircuitBreaker.CLOSED
+                ]
+                if any(opened):
+                    self._outage_begins("slow", kind, None)
+                return
+        own.success()
+        if self._outage is not None and self.read_breaker.state == self.write_breaker.state == CircuitBreaker.CLOSED:
+            self._outage_ends()
+        if deadline.connects != self._connects_seen:
+            self._check_marker()
+
+    def _outage_begins(self, kind: str, what: str, exc: BaseException | None) -> None:
+        if self._outage is not None:
+            logger.debug("domainstate: Redis store still failing (%s): %s", what, _reason(exc) if exc else "slow")
+            return
+        self._outage = kind
+        describe, buffered, wait = self.describe(), self._n_pending, self.breaker_seconds
+        if kind == "writes":
+            assert exc is not None
+            logger.warning(
+                "domainstate: Redis store %s refuses writes (%s): %s. Decisions still read Redis; "
+                "outcomes stay buffered (%d now); retrying every %.1f s",
+                describe,
+                what,
+                _reason(exc),
+                buffered,
+                wait,
             )
-        self.breaker.success()
+            return
+        if kind == "slow":
+            reason = _reason(exc) if exc else f"{self.slow_threshold} calls in a row waited over {self.slow_reply:g} s"
+            logger.warning(
+                "domainstate: Redis store %s is too slow (%s): %s. Requests are decided as for unknown domains "
+                "and outcomes stay buffered (%d now); retrying every %.1f s (a read may take %g s, a flush %g s)",
+                describe,
+                what,
+                reason,
+                buffered,
+                wait,
+                self.read_deadline,
+                self.write_deadline,
+            )
+            return
+        assert exc is not None
+        logger.warning(
+            "domainstate: Redis store %s failed (%s): %s. Requests are decided as for unknown domains "
+            "and outcomes stay buffered (%d now); retrying every %.1f s",
+            describe,
+            what,
+            _reason(exc),
+            buffered,
+            wait,
+            exc_info=_log_exc_info(exc),
+        )
+
+    def _outage_ends(self) -> None:
+        kind, self._outage = self._outage, None
+        logger.info(
+            "domainstate: Redis store %s %s (%d errors so far, %d outcomes buffered)",
+            self.describe(),
+            "accepts writes again" if kind == "writes" else "reachable again",
+            self.errors,
+            self._n_pending,
+        )
+
+    # ------------------------------------------------------------ marker key
+
+    @property
+    def _marker_key(self) -> str:
+        return f"{self.prefix}marker"
+
+    def _get_or_set_marker(self) -> bytes | None:
+        client, key = self._client, self._marker_key
+        value = client.get(key)
+        if value is None:
+            client.set(key, uuid.uuid4().hex.encode("ascii"), nx=True)
+            value = client.get(key)
+        return value
+
+    def _open_marker(self) -> bytes | None:
+        """At open: the marker key's value (set now if missing); ``None`` if Redis refuses it."""
+        try:
+            return self._get_or_set_marker()
+        except RedisError as exc:
+            logger.debug("domainstate: no Redis marker key at open: %s", _reason(exc))
+            return None
+
+    def _check_marker(self) -> None:
+        """After a reconnect: the marker key seen at open gone (or another one in its place)
+        means Redis came back empty. Said once per time it happens, counted in ``emptied``."""
+        try:
+            value = self._get_or_set_marker()
+        except RedisError as exc:
+            logger.debug("domainstate: cannot check the Redis marker key: %s", _reason(exc))
+            return
+        self._connects_seen = self._deadline.connects
+        known, self._marker = self._marker, value
+        if known is None or value == known:
+            return
+        self.emptied += 1
+        logger.warning(
+            "domainstate: Redis store %s came back empty (its marker key %r is gone): Redis restarted without "
+            "persistence or its data was flushed, and what the crawlers had learned is lost; it is learned "
+            "again. Run Redis with appendonly yes to keep it",
+            self.describe(),
+            self._marker_key,
+        )
 
     # -------------------------------------------------------------- reading
 
     def _read(self, key: str) -> bytes | None:
-        """GET on the hot path: ``None`` when missing, unreachable or short-circuited."""
+        """GET on the hot path: ``None`` when missing, unreachable, slow or short-circuited."""
         client = self._require()
-        if not self.breaker.allow():
+        if not self.read_breaker.allow():
             self.short_circuits += 1
             return None
+        deadline = self._deadline
+        deadline.start(self.read_deadline)
         try:
             raw = client.get(key)
+            self._succeeded("read")
         except ResponseError as exc:
             if str(exc).startswith("WRONGTYPE"):
                 return b""  # not one of our records: decodes as corrupt
-            self._failed(exc, "read")
+            self._failed(exc, "read", "read")
             return None
         except RedisError as exc:
-            self._failed(exc, "read")
+            self._failed(exc, "read", "read")
             return None
-        if self._outage or self.breaker.state != CircuitBreaker.CLOSED:
-            self._recovered()
+        finally:
+            deadline.end()
         return raw
 
     @staticmethod
@@ -438,11 +747,16 @@ class RedisStore(DomainStore):
     def mark_url_dead(self, fingerprint: str, until: float) -> None:
         client = self._require()
         if self._available():
+            deadline = self._deadline
+            deadline.start(self.read_deadline)  # one round trip on the hot path, like a read
             try:
                 client.set(self._ukey(fingerprint), repr(float(until)), pxat=self._url_expiry_ms(until))
+                self._succeeded("write")
                 return
             except RedisError as exc:
                 self._failed(exc, "mark URL dead")
+            finally:
+                deadline.end()
         self._url_pending[fingerprint] = float(until)
         while len(self._url_pending) > self.max_buffered_urls:
             del self._url_pending[next(iter(self._url_pending))]
@@ -476,6 +790,8 @@ class RedisStore(DomainStore):
             raise
 
     def _flush(self, force: bool) -> int:
+        """One flush within :attr:`write_deadline` (:attr:`close_deadline` when ``force``), which
+        starts no chunk after :attr:`flush_budget` (no limit when ``force``)."""
         if not (self._pending or self._url_pending or self._unconfirmed or self._lru_updates):
             return 0
         self._require()
@@ -485,6 +801,20 @@ class RedisStore(DomainStore):
                 f"{self.describe()} unavailable: {self._n_pending} outcomes stay buffered "
                 f"(next attempt within {self.breaker_seconds:g} s)"
             )
+        deadline = self._deadline
+        if force:
+            deadline.start(self.close_deadline)
+        elif self.write_breaker.state == CircuitBreaker.HALF_OPEN:
+            deadline.start(min(self.read_deadline, self.write_deadline))  # a trial: as short as a read
+        else:
+            deadline.start(self.write_deadline)
+        self._budget_end = math.inf if force else time.monotonic() + self.flush_budget
+        try:
+            return self._flush_within_deadline()
+        finally:
+            deadline.end()
+
+    def _flush_within_deadline(self) -> int:
         try:
             self._resolve_unconfirmed()
             self._flush_urls()
@@ -492,8 +822,11 @@ class RedisStore(DomainStore):
                 self._post_per_domain()
         except RedisError as exc:
             self._failed(exc, "flush")
-            raise StoreError(f"{self.describe()}: write failed: {exc}") from exc
+            raise StoreError(
+                f"{self.describe()}: write failed: {_reason(exc)}"
+            ) from None  # (the cause quotes record bytes)
         if not self._pending:
+            self._succeeded("write")
             return 0
         batch, n = self._pending, self._n_pending
         self._pending, self._n_pending = {}, 0
@@ -503,6 +836,11 @@ class RedisStore(DomainStore):
         except BaseException:
             self._restore_unwritten(batch)
             raise
+        if len(self._written) < len(batch):
+            # out of budget: the rest stay buffered for the next flush
+            n = sum(len(batch[domain]) for domain in self._written)
+            self._restore_unwritten(batch)
+            return n
         self._written = set()
         for domain in batch:
             if domain not in self._pending:
@@ -575,18 +913,25 @@ class RedisStore(DomainStore):
         self._require()
         out: dict[str, DomainStat] = {}
         items = list(batch.items())
+        budget_end = self._budget_end
         try:
             if self._per_domain:
-                for domain, entries in items:
+                for i, (domain, entries) in enumerate(items):
+                    if i and time.monotonic() > budget_end:
+                        break
                     out[domain] = self._tx_domain(domain, entries)
                 self._post_per_domain()
             else:
                 for i in range(0, len(items), self.chunk_size):
+                    if i and time.monotonic() > budget_end:
+                        break
                     out.update(self._tx_chunk(items[i : i + self.chunk_size]))
         except RedisError as exc:
             self._failed(exc, "write")
-            raise StoreError(f"{self.describe()}: write failed: {exc}") from exc
-        self._recovered()
+            raise StoreError(
+                f"{self.describe()}: write failed: {_reason(exc)}"
+            ) from None  # (the cause quotes record bytes)
+        self._succeeded("write")
         if self._lru_size > self.config.max_domains:
             try:
                 self._evict()
@@ -778,7 +1123,7 @@ class RedisStore(DomainStore):
             if self._lru_size > self.config.max_domains:
                 self._evict()
         except RedisError as exc:
-            raise StoreError(f"{self.describe()}: cannot write {stat.domain}: {exc}") from exc
+            raise StoreError(f"{self.describe()}: cannot write {stat.domain}: {_reason(exc)}") from None
 
     def _delete(self, domain: str) -> bool:
         client = self._require()
@@ -788,7 +1133,7 @@ class RedisStore(DomainStore):
                 pipe.zrem(self._lru_key, domain)
                 deleted = pipe.execute()[0]
         except RedisError as exc:
-            raise StoreError(f"{self.describe()}: cannot delete {domain}: {exc}") from exc
+            raise StoreError(f"{self.describe()}: cannot delete {domain}: {_reason(exc)}") from exc
         return bool(deleted)
 
     def _scan(self, family: str) -> Iterator[bytes]:
@@ -816,7 +1161,7 @@ class RedisStore(DomainStore):
                     n += deleted if family == "d:" else 0
             client.unlink(self._lru_key)
         except RedisError as exc:
-            raise StoreError(f"{self.describe()}: clear failed: {exc}") from exc
+            raise StoreError(f"{self.describe()}: clear failed: {_reason(exc)}") from exc
         self._unconfirmed.clear()
         self._done_tokens.clear()
         self._lru_updates.clear()
@@ -847,7 +1192,7 @@ class RedisStore(DomainStore):
             if batch:
                 yield from self._decode_batch(batch)
         except RedisError as exc:
-            raise StoreError(f"{self.describe()}: cannot list records: {exc}") from exc
+            raise StoreError(f"{self.describe()}: cannot list records: {_reason(exc)}") from exc
 
     def _decode_batch(self, keys: list[bytes]) -> Iterator[DomainStat]:
         start = len(self.prefix.encode("utf-8")) + 3  # 'd:{'
@@ -863,7 +1208,7 @@ class RedisStore(DomainStore):
         try:
             return int(self._require().zcard(self._lru_key))
         except RedisError as exc:
-            raise StoreError(f"{self.describe()}: cannot count records: {exc}") from exc
+            raise StoreError(f"{self.describe()}: cannot count records: {_reason(exc)}") from exc
 
     def sweep(self, now: float) -> int:
         """Drop expired records, and LRU members whose record Redis has already expired."""
@@ -879,7 +1224,7 @@ class RedisStore(DomainStore):
             if batch:
                 self._prune(batch)
         except RedisError as exc:
-            raise StoreError(f"{self.describe()}: sweep failed: {exc}") from exc
+            raise StoreError(f"{self.describe()}: sweep failed: {_reason(exc)}") from exc
         return n
 
     def _prune(self, members: list[bytes]) -> None:

@@ -11,7 +11,8 @@ benchmark can use it too::
     server.pause() / server.resume()   # SIGSTOP / SIGCONT: a server that hangs
 
 ``persist=True`` turns the append-only file on (fsync always), so data survives a
-stop/start; by default nothing is written to disk. ``cluster=True`` starts a one-node
+stop/start; by default nothing is written to disk (a restart comes back empty).
+``extra_args`` go to ``redis-server`` as they are (``("--maxmemory", "4mb")``). ``cluster=True`` starts a one-node
 Redis Cluster owning every slot. ``redis_store_factory`` builds stores the way the
 shared store contract suite does (``factory(config, policy) -> store``).
 """
@@ -117,6 +118,7 @@ class RedisServer:
         persist: bool = False,
         cluster: bool = False,
         password: str | None = None,
+        extra_args: tuple[str, ...] = (),
     ) -> None:
         self.binary = redis_binary()
         if self.binary is None:
@@ -128,6 +130,7 @@ class RedisServer:
         self.persist = persist
         self.cluster = cluster
         self.password = password
+        self.extra_args = tuple(extra_args)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -163,7 +166,7 @@ class RedisServer:
             args += ["--cluster-enabled", "yes", "--cluster-config-file", str(self.directory / "nodes.conf")]
         if self.password:
             args += ["--requirepass", self.password]
-        return args
+        return args + list(self.extra_args)
 
     def command(self, *args: str) -> bytes:
         """One raw command to this server (for tests that need no client)."""
