@@ -299,7 +299,12 @@ def test_show(work: Path, db: Path) -> None:
 
     unseen = json.loads(ok(unseen_proc).stdout)
     assert unseen["key"] == "never-seen.example"
-    assert (unseen["found"], unseen["record"], unseen["state"], unseen["decision"]) == (False, None, "unknown", "fetch-then-browser")
+    assert (unseen["found"], unseen["record"], unseen["state"], unseen["decision"]) == (
+        False,
+        None,
+        "unknown",
+        "fetch-then-browser",
+    )
 
     assert hostless.returncode == 2
     assert "no usable host name" in hostless.stderr
@@ -724,3 +729,20 @@ def test_progress_only_on_a_terminal() -> None:
     progress.done()
     assert "\rexporting: 500/2,000 (25%)" in tty.getvalue()
     assert tty.getvalue().endswith("\r")
+
+
+def test_progress_lines_when_piped_for_long_operations() -> None:
+    """``every``: a piped stderr gets a plain line every so often (a long import is not silent)."""
+    piped = io.StringIO()
+    progress = Progress("in.csv: rows imported", 2000, stream=piped, every=0.0)
+    assert progress.tick is not None
+    progress.tick(500)
+    progress.note("ignored when piped")
+    progress.done()
+    assert piped.getvalue().startswith("in.csv: rows imported: 500/2,000 (25%) (0 s)\n")
+    assert "\r" not in piped.getvalue() and "ignored" not in piped.getvalue()
+    quiet = io.StringIO()
+    slow = Progress("x", stream=quiet, every=10.0)
+    assert slow.tick is not None
+    slow.tick(1)  # within the first 10 s: nothing
+    assert quiet.getvalue() == ""
