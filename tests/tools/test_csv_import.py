@@ -14,16 +14,21 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_domainstate.commands.domainstate._import import Spool, check, write
+from scrapy_domainstate.commands.domainstate._output import Failure
 from scrapy_domainstate.config import DAY, DEFAULT_TTL, Config
 from scrapy_domainstate.csvio import COLUMNS, read_csv, write_csv
 from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
+from scrapy_domainstate.store import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
+from scrapy_domainstate.store.memory import MemoryStore
 
 NOW = 1_750_000_000.0
 HEADER = ",".join(COLUMNS)
@@ -445,3 +450,28 @@ def test_a_bad_last_row_after_many_good_ones_writes_nothing(tmp_path: Path) -> N
         assert store.count() == 20_000
     finally:
         store.close()
+
+
+def test_a_write_error_in_pass_two_says_how_many_rows_went_in(tmp_path: Path) -> None:
+    """Pass 2 writes batches of 10,000: a failing one stops it with the count, the spool is removed."""
+
+    class FailsAtTheSecondBatch(MemoryStore):
+        calls = 0
+
+        def put_many(self, stats: Iterable[DomainStat]) -> int:
+            self.calls += 1
+            if self.calls == 2:
+                raise StoreError("writing to memory failed: no space left on device")
+            return super().put_many(stats)
+
+    config = Config()
+    store = FailsAtTheSecondBatch(config)
+    store.open()
+    text = "domain,state\n" + "".join(f"site-{i}.example,dead\n" for i in range(25_000))
+    with Spool(str(tmp_path)) as spool:
+        checked = check(io.StringIO(text), "in.csv", config, NOW, spool)
+        assert (checked.rows, checked.bad) == (25_000, 0)
+        with pytest.raises(Failure, match=r"no space left on device; 10,000 of 25,000 rows were imported before it"):
+            write(store, spool, "in.csv", checked.rows)
+    assert store.count() == 10_000
+    assert list(tmp_path.iterdir()) == []  # the spool is gone
