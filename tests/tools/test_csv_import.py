@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -475,3 +476,30 @@ def test_a_write_error_in_pass_two_says_how_many_rows_went_in(tmp_path: Path) ->
             write(store, spool, "in.csv", checked.rows)
     assert store.count() == 10_000
     assert list(tmp_path.iterdir()) == []  # the spool is gone
+
+
+def test_a_temporary_file_that_cannot_grow_is_named_with_the_fix(tmp_path: Path) -> None:
+    """A full TMPDIR in pass 1 (here: files limited to 256 KiB) is an error with the fix, not a traceback."""
+    path = tmp_path / "in.csv"
+    path.write_text("domain,state\n" + "".join(f"site-{i}.example,dead\n" for i in range(20_000)), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    env["TMPDIR"] = str(tmp_path)
+
+    def small_files() -> None:  # Python ignores SIGXFSZ: a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, 256 * 1024))
+
+    proc = subprocess.run(
+        [*SCRAPY, "import", str(path), "-s", f"DOMAINSTATE_LMDB_PATH={tmp_path / 'db'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=small_files,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"error: the import's temporary file in {tmp_path} failed" in proc.stderr, proc.stderr
+    assert "set TMPDIR to a directory with room" in proc.stderr
+    assert not (tmp_path / "db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]  # the spool is removed

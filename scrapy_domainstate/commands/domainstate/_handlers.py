@@ -6,18 +6,21 @@ import argparse
 import io
 import json
 import logging
+import sqlite3
 import sys
+import tempfile
 import time
 from typing import Any
 
 from scrapy.exceptions import UsageError
 
+from ...config import Config
 from ...crawllog import read_crawls
 from ...csvio import write_csv
 from ...record import DomainStat, State
 from ...report import STATE_DECISIONS, Summary, summarize, write_report
 from ._context import Context
-from ._import import SHOWN_ERRORS, Spool, check, write
+from ._import import SHOWN_ERRORS, Checked, Spool, check, write
 from ._output import (
     VALID_STATES,
     Failure,
@@ -273,17 +276,12 @@ def import_(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
     source = args[0]
     config = ctx.config()
     now = time.time()
-    with Spool() as spool:
-        try:
-            if source == "-":
-                # Bytes that are not UTF-8 become lone surrogates, which iter_csv reports by line.
-                text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline="")
-                checked = check(text, source, config, now, spool)
-            else:
-                with open(source, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
-                    checked = check(fh, source, config, now, spool)
-        except OSError as exc:
-            raise Failure(1, f"cannot read {source}: {exc}") from None
+    try:
+        spool = Spool()
+    except (OSError, sqlite3.Error) as exc:
+        raise Failure(1, _spool_failed(exc)) from None
+    with spool:
+        checked = _check_source(source, config, now, spool)
         if checked.bad:
             if checked.bad > SHOWN_ERRORS:
                 more = checked.bad - SHOWN_ERRORS
@@ -294,10 +292,35 @@ def import_(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
             print(f"{source}: no rows, nothing imported")
             return
         with ctx.store() as store:
-            evicted = write(store, spool, source, checked.rows)
+            try:
+                evicted = write(store, spool, source, checked.rows)
+            except sqlite3.Error as exc:
+                raise Failure(1, _spool_failed(exc) + "; the rows before it were imported, run it again") from None
             where = store.describe()
     note = f" ({evicted:,} least recently seen domains evicted by DOMAINSTATE_MAX_DOMAINS)" if evicted else ""
     print(f"imported {checked.rows:,} domains into {where}{note}")
+
+
+def _check_source(source: str, config: Config, now: float, spool: Spool) -> Checked:
+    """Pass 1 over the file or stdin (``-``)."""
+    try:
+        if source == "-":
+            # Bytes that are not UTF-8 become lone surrogates, which iter_csv reports by line.
+            text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline="")
+            return check(text, source, config, now, spool)
+        with open(source, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
+            return check(fh, source, config, now, spool)
+    except OSError as exc:
+        raise Failure(1, f"cannot read {source}: {exc}") from None
+    except sqlite3.Error as exc:
+        raise Failure(1, _spool_failed(exc)) from None
+
+
+def _spool_failed(exc: BaseException) -> str:
+    return (
+        f"the import's temporary file in {tempfile.gettempdir()} failed ({exc}): set TMPDIR to a directory "
+        "with room for about 150 bytes a row"
+    )
 
 
 # ------------------------------------------------------------------ sweep, report, serve
