@@ -319,7 +319,7 @@ def _check_source(source: str, config: Config, now: float, spool: Spool) -> Chec
 def _spool_failed(exc: BaseException) -> str:
     return (
         f"the import's temporary file in {tempfile.gettempdir()} failed ({exc}): set TMPDIR to a directory "
-        "with room for about 150 bytes a row"
+        "with room for about 200 bytes a row"
     )
 
 
