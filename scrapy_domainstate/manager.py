@@ -126,9 +126,9 @@ class DomainStateManager:
         #: the domains this crawl decided, for ``state_at_close/{state}``: at most
         #: DOMAINSTATE_MAX_DOMAINS (the store keeps no more; see :meth:`_see`)
         self._seen: set[str] = set()
+        self._seen_capped = False
         #: antibot-hard domains whose canary (one plain fetch per crawl) was sent
         self._canaries: set[str] = set()
-        self._seen_capped = False
         self.leads = LeadGate(
             config.probe_timeout,
             on_wait=lambda: self.telemetry.inc("probe/waited"),
