@@ -60,7 +60,6 @@ class Spool:
             shutil.rmtree(self._dir, ignore_errors=True)
             raise
         self._chunk: list[tuple[bytes]] = []
-        self.records = 0
 
     def first_line(self, key: str, line: int) -> int | None:
         """:data:`~scrapy_domainstate.csvio.FirstLine` on disk."""
@@ -72,7 +71,6 @@ class Spool:
 
     def add(self, stat: DomainStat) -> None:
         self._chunk.append((encode(stat),))
-        self.records += 1
         if len(self._chunk) >= _INSERT_CHUNK:
             self._insert()
 
