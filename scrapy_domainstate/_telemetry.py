@@ -116,6 +116,17 @@ class Telemetry:
         message, args = summary.log_message()
         logger.info(message, *args, extra=self._extra)
 
+    def seen_capped(self, cap: int) -> None:
+        """The crawl met more domains than the close tally keeps (DOMAINSTATE_MAX_DOMAINS)."""
+        self.stats.set_value("domainstate/seen_capped", cap)
+        logger.info(
+            "scrapy-domainstate: this crawl has met %d domains (DOMAINSTATE_MAX_DOMAINS): "
+            "state_at_close/{state} counts those, not the ones met after; decisions and records "
+            "are not affected",
+            cap,
+            extra=self._extra,
+        )
+
     def exit_status_zero(self) -> None:
         logger.warning(
             "scrapy-domainstate: the store did not open, yet `scrapy crawl` will exit with status 0: Scrapy "

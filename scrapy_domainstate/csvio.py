@@ -6,9 +6,11 @@ they read back bit for bit); ``state_expires_at`` is empty when the state has no
 TTL; ``recent`` is a compact JSON list of ``{"at", "method", "outcome"[, "status"]
 [, "error_class"]}`` objects, oldest first.
 
-:func:`read_csv` validates every row and never raises on bad data: it returns the
-good records and a list of :class:`RowError` (``line N: problem``), so a caller can
-refuse to write anything when one row is wrong; each error names every problem of
+:func:`iter_csv` validates every row and never raises on bad data: it yields the
+records of good rows and a :class:`RowError` (``line N: problem``) for each bad one,
+one row at a time (a file of any size streams through it; :func:`read_csv` collects
+them in memory), so a caller can refuse to write anything when one row is wrong;
+each error names every problem of
 its row, and numbers or text a record cannot hold (a 400-digit integer, NaN, text
 that is not UTF-8, nesting too deep) are errors like any other. A minimal file with
 the columns ``domain,state[,ttl]`` seeds states (a block list). Entry times are
@@ -22,7 +24,7 @@ import csv
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TextIO
 
@@ -36,7 +38,9 @@ __all__ = [
     "DERIVED_COLUMNS",
     "EXPORTED_COLUMNS",
     "MINIMAL_COLUMNS",
+    "FirstLine",
     "RowError",
+    "iter_csv",
     "read_csv",
     "row_of",
     "write_csv",
@@ -478,6 +482,16 @@ def _checked_cells(cells: list[str], names: list[str], trailing_optional: int) -
     return cells, _not_utf8(cells, names)
 
 
+def _columns(reader: Any) -> tuple[list[str], bool] | RowError:
+    """The header's column names and whether they are the minimal ones, or its error."""
+    names = _header(reader)
+    if isinstance(names, RowError):
+        return names
+    minimal = set(names) <= set(MINIMAL_COLUMNS) and {"domain", "state"} <= set(names)
+    header_error = _header_error(names, minimal)
+    return (names, minimal) if header_error is None else header_error
+
+
 def read_csv(
     fh: TextIO,
     *,
@@ -486,36 +500,78 @@ def read_csv(
     now: float | None = None,
     ttl: Mapping[State, float | None] | None = None,
 ) -> tuple[list[DomainStat], list[RowError]]:
-    """Parse and validate a CSV written by :func:`write_csv`, or a minimal one.
+    """Parse and validate a CSV written by :func:`write_csv`, or a minimal one, in memory.
 
-    Returns ``(records, errors)``; ``records`` holds the rows that are valid, so a
-    caller should write nothing unless ``errors`` is empty. One :class:`RowError` per
-    bad row, naming every problem of the row. Domains are normalised with
-    :func:`~scrapy_domainstate.keys.domain_key` (``per_hostname`` as the crawl's
-    setting); two rows with the same key are an error. Columns may come in any order:
-    either all of :data:`COLUMNS` and no other, or the minimal ``domain,state[,ttl]``
-    (:data:`MINIMAL_COLUMNS`): each domain then gets a new record in that state at
-    ``now`` (default: the current time) with ``ttl`` (a duration such as ``7d``, ``none``
-    for no TTL; empty: the state's TTL in ``ttl``, default the plugin's defaults). Text
-    that is not UTF-8 is reported by line when ``fh`` decodes with
-    ``errors="surrogateescape"``. ``tick(n)`` is called after each row (progress display).
+    Returns ``(records, errors)``: what :func:`iter_csv` yields, sorted into the records
+    of the valid rows and one :class:`RowError` per bad row, so a caller should write
+    nothing unless ``errors`` is empty. Holds every record: for a file of any size,
+    iterate :func:`iter_csv` instead (``scrapy domainstate import`` does).
     """
     errors: list[RowError] = []
     records: list[DomainStat] = []
+    for item in iter_csv(fh, per_hostname=per_hostname, tick=tick, now=now, ttl=ttl):
+        if isinstance(item, RowError):
+            errors.append(item)
+        else:
+            records.append(item)
+    return records, errors
+
+
+#: ``first_line(key, line)`` of :func:`iter_csv`: remembers that ``key`` is on ``line``
+#: and returns ``None``, or returns the line that already holds ``key``.
+FirstLine = Callable[[str, int], "int | None"]
+
+
+def _in_memory_lines() -> FirstLine:
+    seen: dict[str, int] = {}
+
+    def first_line(key: str, line: int) -> int | None:
+        first = seen.get(key)
+        if first is None:
+            seen[key] = line
+        return first
+
+    return first_line
+
+
+def iter_csv(
+    fh: TextIO,
+    *,
+    per_hostname: bool = False,
+    tick: Callable[[int], None] | None = None,
+    now: float | None = None,
+    ttl: Mapping[State, float | None] | None = None,
+    first_line: FirstLine | None = None,
+) -> Iterator[DomainStat | RowError]:
+    """Parse and validate a CSV written by :func:`write_csv`, or a minimal one, row by row.
+
+    Yields, in line order, the record of each valid row and one :class:`RowError` per
+    bad row, naming every problem of the row (a header that is missing or wrong: one
+    error for line 1, and nothing else). Domains are normalised with
+    :func:`~scrapy_domainstate.keys.domain_key` (``per_hostname`` as the crawl's
+    setting); two rows with the same key are an error, found by ``first_line`` (see
+    :data:`FirstLine`; default: a dict of every key, in memory). Columns may come in
+    any order: either all of :data:`COLUMNS` and no other, or the minimal
+    ``domain,state[,ttl]`` (:data:`MINIMAL_COLUMNS`): each domain then gets a new
+    record in that state at ``now`` (default: the current time) with ``ttl`` (a
+    duration such as ``7d``, ``none`` for no TTL; empty: the state's TTL in ``ttl``,
+    default the plugin's defaults). Text that is not UTF-8 is reported by line when
+    ``fh`` decodes with ``errors="surrogateescape"``. ``tick(n)`` is called after each
+    row (progress display). Keeps nothing of a row once it is yielded.
+    """
     reader = csv.reader(fh)
-    names = _header(reader)
-    if isinstance(names, RowError):
-        return [], [names]
-    minimal = set(names) <= set(MINIMAL_COLUMNS) and {"domain", "state"} <= set(names)
-    header_error = _header_error(names, minimal)
-    if header_error is not None:
-        return [], [header_error]
+    columns = _columns(reader)
+    if isinstance(columns, RowError):
+        yield columns
+        return
+    names, minimal = columns
     if minimal:
         now = time.time() if now is None else now
         ttl = DEFAULT_TTL if ttl is None else ttl
+    if first_line is None:
+        first_line = _in_memory_lines()
     index = {name: i for i, name in enumerate(names)}
     trailing_optional = _trailing_optional(names)
-    seen: dict[str, int] = {}
     line = reader.line_num + 1
     n = 0
     while True:
@@ -527,7 +583,7 @@ def read_csv(
         except StopIteration:
             break
         except csv.Error as exc:
-            errors.append(RowError(line, f"not CSV: {exc}"))
+            yield RowError(line, f"not CSV: {exc}")
             line = reader.line_num + 1
             continue
         start, line = line, reader.line_num + 1
@@ -535,7 +591,7 @@ def read_csv(
             continue  # blank line
         cells, wrong = _checked_cells(cells, names, trailing_optional)
         if wrong is not None:
-            errors.append(RowError(start, wrong))
+            yield RowError(start, wrong)
             continue
         row = {name: cells[i] for name, i in index.items()}
         try:
@@ -545,12 +601,10 @@ def read_csv(
                 else _parse_row(row, per_hostname)
             )
         except _Bad as exc:
-            errors.append(RowError(start, str(exc)))
+            yield RowError(start, str(exc))
             continue
-        first = seen.get(stat.domain)
+        first = first_line(stat.domain, start)
         if first is not None:
-            errors.append(RowError(start, f"domain {stat.domain} is already on line {first}"))
+            yield RowError(start, f"domain {stat.domain} is already on line {first}")
             continue
-        seen[stat.domain] = start
-        records.append(stat)
-    return records, errors
+        yield stat

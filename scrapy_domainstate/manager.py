@@ -130,7 +130,10 @@ class DomainStateManager:
         self._timer: task.LoopingCall | None = None
         self._froze = False
         self._cert_verdicts: dict[str, Verdict | None] = {}
+        #: the domains this crawl decided, for ``state_at_close/{state}``: at most
+        #: DOMAINSTATE_MAX_DOMAINS (the store keeps no more; see :meth:`_see`)
         self._seen: set[str] = set()
+        self._seen_capped = False
         #: antibot-hard domains whose canary (one plain fetch per crawl) was sent
         self._canaries: set[str] = set()
         self.leads = LeadGate(
@@ -311,6 +314,20 @@ class DomainStateManager:
         except Exception:
             self.telemetry.store_failed("crawl_log")
 
+    def _see(self, domain: str) -> None:
+        """Remember a domain for the close tally, up to DOMAINSTATE_MAX_DOMAINS of them.
+
+        Past the cap, new domains are decided and recorded as ever; only the tally
+        leaves them out (said once at INFO and in ``domainstate/seen_capped``). The store
+        keeps no more records than the cap either: a crawl past it evicts its oldest.
+        """
+        cap = self.config.max_domains
+        if len(self._seen) < cap:
+            self._seen.add(domain)
+        elif not self._seen_capped:
+            self._seen_capped = True
+            self.telemetry.seen_capped(cap)
+
     def _state_stats(self) -> None:
         now = self.clock()
         for domain in self._seen:
@@ -379,7 +396,8 @@ class DomainStateManager:
             if robots and domain:
                 self._robots_txt(request, domain, host)
             return None  # robots.txt, file:, data:...: neither decided nor evidence
-        self._seen.add(domain)
+        if domain not in self._seen:
+            self._see(domain)
         # The URL and its host-facts key ride along for the outcome's record.
         meta[META_SEEN] = (retries, redirects, url, host)
         if repeat:

@@ -326,6 +326,39 @@ def test_dead_url_is_marked_and_skipped(mw: DomainStateMiddleware) -> None:
     assert stat(mw, "url_dead/skipped") == 1
 
 
+def test_the_seen_domains_and_the_dead_url_table_stay_within_their_caps(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 22 item 8: one request and one 404 for each of 300 domains, caps of 50 and 64.
+
+    The close tally keeps DOMAINSTATE_MAX_DOMAINS domains (said once); the dead-URL table
+    forgets its oldest, and a forgotten domain's dead URL is read again from the store.
+    """
+    crawler = _crawler(DOMAINSTATE_MAX_DOMAINS=50)
+    mw = build_from_crawler(DomainStateMiddleware, crawler)
+    manager = mw.manager
+    manager.spider_opened()
+    monkeypatch.setattr(manager.dead_urls, "max_domains", 64, raising=False)
+    caplog.set_level(logging.INFO, logger="scrapy_domainstate")
+    for i in range(300):
+        request = sent(mw, f"https://site-{i}.test/gone")
+        mw.process_response(request, html(request.url, b"not found", 404, request=request))
+        assert len(manager.dead_urls._domains) <= 64
+    assert len(manager._seen) == 50
+    assert stat(mw, "seen_capped") == 50
+    assert [r.getMessage() for r in caplog.records].count(
+        "scrapy-domainstate: this crawl has met 50 domains (DOMAINSTATE_MAX_DOMAINS): state_at_close/{state} "
+        "counts those, not the ones met after; decisions and records are not affected"
+    ) == 1
+    assert "site-0.test" not in manager.dead_urls._domains  # forgotten, not lost:
+    with pytest.raises(IgnoreRequest, match="dead URL"):
+        mw.process_request(Request("https://site-0.test/gone"))
+    assert sent(mw, "https://site-0.test/other").meta["domainstate"]["method"] == "fetch"
+    manager.close()
+    tally = {k: v for k, v in manager.stats.get_stats().items() if k.startswith("domainstate/state_at_close/")}
+    assert sum(tally.values()) == 50
+
+
 def test_js_shell_goes_to_the_browser_unrecorded(mw: DomainStateMiddleware) -> None:
     request = sent(mw, "https://app.test/")
     shell_page = b"<html><body><div id=root></div><script src=/app.js></script></body></html>"

@@ -764,3 +764,20 @@ def test_host_facts_are_shown_as_part_of_their_domain(work: Path, tmp_path: Path
     ok(scrapy("import", str(work / "hosts.csv"), cwd=work, db=copy))
     assert ok(scrapy("export", cwd=work, db=copy)).stdout == exported.stdout
     assert records(copy) == records(db)
+
+
+def test_progress_lines_when_piped_for_long_operations() -> None:
+    """``every``: a piped stderr gets a plain line every so often (a long import is not silent)."""
+    piped = io.StringIO()
+    progress = Progress("in.csv: rows imported", 2000, stream=piped, every=0.0)
+    assert progress.tick is not None
+    progress.tick(500)
+    progress.note("ignored when piped")
+    progress.done()
+    assert piped.getvalue().startswith("in.csv: rows imported: 500/2,000 (25%) (0 s)\n")
+    assert "\r" not in piped.getvalue() and "ignored" not in piped.getvalue()
+    quiet = io.StringIO()
+    slow = Progress("x", stream=quiet, every=10.0)
+    assert slow.tick is not None
+    slow.tick(1)  # within the first 10 s: nothing
+    assert quiet.getvalue() == ""

@@ -11,19 +11,25 @@ import csv
 import io
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_domainstate.commands.domainstate._import import Spool, check, write
+from scrapy_domainstate.commands.domainstate._output import Failure
 from scrapy_domainstate.config import DAY, DEFAULT_TTL, Config
 from scrapy_domainstate.csvio import COLUMNS, read_csv, write_csv
 from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
+from scrapy_domainstate.store import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
+from scrapy_domainstate.store.memory import MemoryStore
 
 NOW = 1_750_000_000.0
 HEADER = ",".join(COLUMNS)
@@ -336,3 +342,164 @@ def test_a_sites_worth_to_a_purpose_round_trips() -> None:
     records, errors = read_csv(io.StringIO("domain,state\nWWW.Shop.Example|items,cold\nx.com|a b,cold\n"), now=NOW)
     assert [r.domain for r in records] == ["shop.example|items"]
     assert len(errors) == 1 and "not a purpose" in str(errors[0])
+
+
+# ------------------------------------------------------- bounded memory (issue 22 item 7)
+
+
+def _rss_anon_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _import_peak(csv_path: Path, db: Path) -> tuple[int, int, str]:
+    """``scrapy domainstate import`` in a child: (its ru_maxrss, its peak RssAnon sampled
+    every 20 ms, both KiB; its stdout)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    args = [*SCRAPY, "import", str(csv_path), "-s", f"DOMAINSTATE_LMDB_PATH={db}"]
+    with open(db.parent / "out.txt", "w+", encoding="utf-8") as out:
+        proc = subprocess.Popen(args, cwd=db.parent, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+        heap = 0
+        deadline = time.monotonic() + 120
+        while True:
+            heap = max(heap, _rss_anon_kib(proc.pid))
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)  # this child's own rusage
+            if pid:
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("the import took more than 120 s")
+            time.sleep(0.02)
+        out.seek(0)
+        text = out.read()
+    assert proc.returncode == 0, text
+    return usage.ru_maxrss, heap, text
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_import_memory_does_not_grow_with_the_files_size(tmp_path: Path) -> None:
+    """A 4x larger file, same peak memory: pass 1 checks and spools to disk, pass 2 writes in batches.
+
+    Every row is a distinct key. The keys are one site's worth to many purposes
+    (``shop.example|pN``): distinct domains would also fill the key caches of
+    ``keys`` (bounded, 65,536 entries each), which is not the import's own memory.
+    Before: each row held in memory (about 0.8 KB a minimal row, 1.4 KB a full one).
+    """
+    peaks = []
+    for rows in (12_000, 48_000):
+        work = tmp_path / str(rows)
+        work.mkdir()
+        path = work / "in.csv"
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("domain,state\n")
+            fh.writelines(f"shop.example|p{i},dead\n" for i in range(rows))
+        maxrss, heap, out = _import_peak(path, work / "db")
+        assert f"imported {rows:,} domains" in out
+        peaks.append((maxrss, heap))
+    (small_rss, small_heap), (large_rss, large_heap) = peaks
+    # 36,000 more rows: about 29 MB more before; the store's own file pages (mapped, in
+    # ru_maxrss) grow by a few MB.
+    assert large_rss - small_rss < 12 * 1024, peaks
+    assert large_heap - small_heap < 8 * 1024, peaks
+    store = LmdbStore(Config(lmdb_path=str(tmp_path / "48000" / "db")), readonly=True)
+    store.open()
+    try:
+        assert store.count() == 48_000
+        stat = store.get("shop.example|p47999")
+        assert stat is not None and stat.state is State.DEAD
+    finally:
+        store.close()
+
+
+def test_a_bad_last_row_after_many_good_ones_writes_nothing(tmp_path: Path) -> None:
+    """Pass 1 reads the whole file before pass 2 writes anything; stdin is spooled the same way."""
+    path = tmp_path / "in.csv"
+    rows = [f"site-{i}.example,dead" for i in range(12_000)]
+    path.write_text("domain,state\n" + "\n".join([*rows, "site-3.example,cold", "x.example,zombie"]) + "\n")
+    db = tmp_path / "db"
+    proc = _scrapy("import", str(path), cwd=tmp_path, db=db)
+    assert proc.returncode == 1, proc.stderr
+    assert f"{path}: line 12002: domain site-3.example is already on line 5" in proc.stderr
+    assert f"{path}: line 12003: unknown state 'zombie'" in proc.stderr
+    assert "2 bad rows" in proc.stderr and "nothing imported" in proc.stderr
+    assert not db.exists()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    good = "domain,state\n" + "\n".join(rows) + "\n"
+    piped = subprocess.run(
+        [*SCRAPY, "import", "-", "-s", f"DOMAINSTATE_LMDB_PATH={db}", "-s", "DOMAINSTATE_MAX_DOMAINS=10000"],
+        cwd=tmp_path,
+        env=env,
+        input=good,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr
+    # written in two batches (one transaction each): the cap holds across them
+    assert "imported 12,000 domains" in piped.stdout and "2,000 least recently seen" in piped.stdout
+    store = LmdbStore(Config(lmdb_path=str(db)), readonly=True)
+    store.open()
+    try:
+        assert store.count() == 10_000
+    finally:
+        store.close()
+
+
+def test_a_write_error_in_pass_two_says_how_many_rows_went_in(tmp_path: Path) -> None:
+    """Pass 2 writes batches of 10,000: a failing one stops it with the count, the spool is removed."""
+
+    class FailsAtTheSecondBatch(MemoryStore):
+        calls = 0
+
+        def put_many(self, stats: Iterable[DomainStat]) -> int:
+            self.calls += 1
+            if self.calls == 2:
+                raise StoreError("writing to memory failed: no space left on device")
+            return super().put_many(stats)
+
+    config = Config()
+    store = FailsAtTheSecondBatch(config)
+    store.open()
+    text = "domain,state\n" + "".join(f"site-{i}.example,dead\n" for i in range(25_000))
+    with Spool(str(tmp_path)) as spool:
+        checked = check(io.StringIO(text), "in.csv", config, NOW, spool)
+        assert (checked.rows, checked.bad) == (25_000, 0)
+        with pytest.raises(Failure, match=r"no space left on device; 10,000 of 25,000 rows were imported before it"):
+            write(store, spool, "in.csv", checked.rows)
+    assert store.count() == 10_000
+    assert list(tmp_path.iterdir()) == []  # the spool is gone
+
+
+def test_a_temporary_file_that_cannot_grow_is_named_with_the_fix(tmp_path: Path) -> None:
+    """A full TMPDIR in pass 1 (here: files limited to 256 KiB) is an error with the fix, not a traceback."""
+    path = tmp_path / "in.csv"
+    path.write_text("domain,state\n" + "".join(f"site-{i}.example,dead\n" for i in range(20_000)), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    env["TMPDIR"] = str(tmp_path)
+
+    def small_files() -> None:  # Python ignores SIGXFSZ: a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, 256 * 1024))
+
+    proc = subprocess.run(
+        [*SCRAPY, "import", str(path), "-s", f"DOMAINSTATE_LMDB_PATH={tmp_path / 'db'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=small_files,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"error: the import's temporary file in {tmp_path} failed" in proc.stderr, proc.stderr
+    assert "set TMPDIR to a directory with room" in proc.stderr
+    assert not (tmp_path / "db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]  # the spool is removed

@@ -6,18 +6,22 @@ import argparse
 import io
 import json
 import logging
+import sqlite3
 import sys
+import tempfile
 import time
 from typing import Any
 
 from scrapy.exceptions import UsageError
 
 from ..._showtext import iso, look, relative, show_lines
+from ...config import Config
 from ...crawllog import read_crawls
-from ...csvio import read_csv, write_csv
+from ...csvio import write_csv
 from ...record import State
 from ...report import STATE_DECISIONS, Summary, plural, summarize, write_report
 from ._context import Context
+from ._import import SHOWN_ERRORS, Checked, Spool, check, write
 from ._output import (
     VALID_STATES,
     Failure,
@@ -233,43 +237,55 @@ def export(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
 
 
 def import_(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
+    """Two passes in bounded memory (``_import``): check every row, then write in batches."""
     source = args[0]
     config = ctx.config()
-    # Bytes that are not UTF-8 become lone surrogates, which read_csv reports by line.
     now = time.time()
     try:
-        with Progress(f"reading {source}") as progress:
-            if source == "-":
-                text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline="")
-                records, errors = read_csv(
-                    text, per_hostname=config.per_hostname, tick=progress.tick, now=now, ttl=config.ttl
-                )
-            else:
-                with open(source, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
-                    records, errors = read_csv(
-                        fh, per_hostname=config.per_hostname, tick=progress.tick, now=now, ttl=config.ttl
-                    )
+        spool = Spool()
+    except (OSError, sqlite3.Error) as exc:
+        raise Failure(1, _spool_failed(exc)) from None
+    with spool:
+        checked = _check_source(source, config, now, spool)
+        if checked.bad:
+            if checked.bad > SHOWN_ERRORS:
+                more = checked.bad - SHOWN_ERRORS
+                print(f"{source}: ... and {more:,} more bad row{'' if more == 1 else 's'}", file=sys.stderr)
+            bad = checked.bad
+            raise Failure(1, f"{bad:,} bad row{'' if bad == 1 else 's'} in {source}: nothing imported")
+        if not checked.rows:
+            print(f"{source}: no rows, nothing imported")
+            return
+        with ctx.store() as store:
+            try:
+                evicted = write(store, spool, source, checked.rows)
+            except sqlite3.Error as exc:
+                raise Failure(1, _spool_failed(exc) + "; the rows before it were imported, run it again") from None
+            where = store.describe()
+    note = f" ({evicted:,} least recently seen domains evicted by DOMAINSTATE_MAX_DOMAINS)" if evicted else ""
+    print(f"imported {checked.rows:,} domains into {where}{note}")
+
+
+def _check_source(source: str, config: Config, now: float, spool: Spool) -> Checked:
+    """Pass 1 over the file or stdin (``-``)."""
+    try:
+        if source == "-":
+            # Bytes that are not UTF-8 become lone surrogates, which iter_csv reports by line.
+            text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline="")
+            return check(text, source, config, now, spool)
+        with open(source, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
+            return check(fh, source, config, now, spool)
     except OSError as exc:
         raise Failure(1, f"cannot read {source}: {exc}") from None
-    if errors:
-        shown = errors[:100]
-        for err in shown:
-            print(f"{source}: {err}", file=sys.stderr)
-        if len(errors) > len(shown):
-            more = len(errors) - len(shown)
-            print(f"{source}: ... and {more:,} more bad row{'' if more == 1 else 's'}", file=sys.stderr)
-        bad = len(errors)
-        raise Failure(1, f"{bad:,} bad row{'' if bad == 1 else 's'} in {source}: nothing imported")
-    if not records:
-        print(f"{source}: no rows, nothing imported")
-        return
-    with ctx.store() as store:
-        with Progress("importing") as progress:
-            progress.note(f"importing {len(records):,} domains...")
-            evicted = put_all(store, records)
-        where = store.describe()
-    note = f" ({evicted:,} least recently seen domains evicted by DOMAINSTATE_MAX_DOMAINS)" if evicted else ""
-    print(f"imported {len(records):,} domains into {where}{note}")
+    except sqlite3.Error as exc:
+        raise Failure(1, _spool_failed(exc)) from None
+
+
+def _spool_failed(exc: BaseException) -> str:
+    return (
+        f"the import's temporary file in {tempfile.gettempdir()} failed ({exc}): set TMPDIR to a directory "
+        "with room for about 200 bytes a row"
+    )
 
 
 # ------------------------------------------------------------------ sweep, report, serve

@@ -40,16 +40,22 @@ class Progress:
     """A ``\\r``-updated counter on stderr, only when stderr is a terminal.
 
     Nothing is drawn for operations that end within ``delay`` seconds, and
-    nothing at all when stderr is piped or redirected.
+    nothing at all when stderr is piped or redirected, unless ``every`` is given:
+    then a piped stderr gets one plain line every ``every`` seconds (a long
+    operation run from cron or CI is not silent; a short one still prints nothing).
     """
 
-    def __init__(self, label: str, total: int | None = None, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, label: str, total: int | None = None, stream: TextIO | None = None, every: float | None = None
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = isatty(self.stream)
+        terminal = isatty(self.stream)
+        self.enabled = terminal or every is not None
         self.label = label
         self.total = total
-        self.delay = 0.3
-        self.interval = 0.1
+        self.delay = 0.3 if terminal else float(every or 0)
+        self.interval = 0.1 if terminal else float(every or 0)
+        self._lines = not terminal
         self._start = time.monotonic()
         self._last = 0.0
         self._width = 0
@@ -68,13 +74,17 @@ class Progress:
             text = f"\r{self.label}: {n:,}/{self.total:,} ({100.0 * min(n, self.total) / self.total:.0f}%)"
         else:
             text = f"\r{self.label}: {n:,}"
+        if self._lines:
+            self.stream.write(f"{text[1:]} ({now - self._start:.0f} s)\n")
+            self.stream.flush()
+            return
         self._width = max(self._width, len(text))
         self.stream.write(text)
         self.stream.flush()
 
     def note(self, text: str) -> None:
         """A one-off status line (for steps that report no progress)."""
-        if self.enabled:
+        if self.enabled and not self._lines:
             line = f"\r{text}"
             self._width = max(self._width, len(line))
             self.stream.write(line)

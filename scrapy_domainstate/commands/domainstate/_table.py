@@ -147,7 +147,9 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
                 "that CSV back ('-': stdin). Every row is checked first:\n"
                 "if one is bad, each problem is printed as 'line N: ...'\n"
                 "and nothing is written (exit 1). Rows replace the\n"
-                "records of their domains; other records stay.",
+                "records of their domains; other records stay. Memory\n"
+                "stays flat: checked rows wait in a temporary file\n"
+                "(TMPDIR), then go in 10,000 at a time.",
             ),
         ),
     ),
