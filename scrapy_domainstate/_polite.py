@@ -120,7 +120,10 @@ class Politeness:
     # ------------------------------------------------------------ slots
 
     def _downloader(self) -> Any:
-        engine = getattr(self.crawler, "engine", None)
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # Scrapy >= 2.14 before the crawl starts (component tests)
+            return None
         return getattr(engine, "downloader", None)
 
     def _slot_key(self, request: Request) -> str | None:
