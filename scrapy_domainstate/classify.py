@@ -41,6 +41,7 @@ from .markers import (
     CAPTCHA_WIDGETS,
     CHALLENGE_SCRIPTS,
     HINT_VENDOR_ORDER,
+    LANDER_MAX_BYTES,
     LANDER_MAX_TEXT,
     NAMING_ONLY,
     PARKED_MAX_BYTES,
@@ -426,11 +427,21 @@ class _ParkingCues:
         literals = frozenset({key for _, key, _ in titles} | {lit for _, lit in markup} | set(phrases))
         return cls(titles, markup, phrases, literals)
 
-    def service(self, low: bytes, hits: set[bytes]) -> str | None:
-        """The service ``low`` (a lowercased home page holding ``hits``) is parked with, or ``None``.
+    def may_fire(self, low: bytes, size: int) -> bool:
+        """Whether any rule could fire on ``low`` (a page of ``size`` bytes): a title rule's key
+        is in the title, or the page is small enough to be a lander."""
+        if size <= LANDER_MAX_BYTES:
+            return True
+        title = title_of(low)
+        return bool(title) and any(key in title for _, key, _ in self.titles)
 
-        A parking title counts at any length; markup and phrases only on a lander-shaped
-        page, markup only where it is not part of the visible text (an article quoting it)."""
+    def service(self, low: bytes, hits: set[bytes], size: int) -> str | None:
+        """The service ``low`` (a lowercased home page of ``size`` bytes holding ``hits``) is
+        parked with, or ``None``.
+
+        A parking title counts at any length; markup and phrases only on a lander-shaped page
+        (at most :data:`LANDER_MAX_BYTES`, less visible text than :data:`LANDER_MAX_TEXT`),
+        markup only where it is not part of the visible text (an article quoting it)."""
         vendor = next((svc for svc, lit in self.markup if lit in hits), None)
         title = title_of(low) if any(key in hits for _, key, _ in self.titles) else b""
         for svc, key, regex in self.titles:
@@ -438,7 +449,7 @@ class _ParkingCues:
             if match is not None:
                 named = match.groupdict().get("svc")
                 return (named.decode("ascii", "replace") if named else None) or vendor or svc
-        text = visible_text(low, LANDER_MAX_TEXT)
+        text = visible_text(low, LANDER_MAX_TEXT) if size <= LANDER_MAX_BYTES else None
         if text is None:
             return None
         for svc, lit in self.markup:
@@ -1144,11 +1155,13 @@ class Classifier:
                 if not is_site_root(url):
                     return None
                 low = lowered(body, self.scan_bytes) if low is None else low
+                if not self._parking.may_fire(low, len(body)):
+                    return None  # (saves the pure engine's scan on most pages)
                 hits = self.scanner.scan(low, self._parking_subset)
                 if not hits:
                     return None
             low = lowered(body, self.scan_bytes) if low is None else low
-            return self._parking.service(low, hits)
+            return self._parking.service(low, hits, len(body))
         except Exception:  # a classifier never breaks a crawl
             return None
 

@@ -43,6 +43,7 @@ __all__ = [
     "CAPTCHA_WIDGETS",
     "CHALLENGE_SCRIPTS",
     "HINT_VENDOR_ORDER",
+    "LANDER_MAX_BYTES",
     "LANDER_MAX_TEXT",
     "NAMING_ONLY",
     "PARKED_MAX_BYTES",
@@ -682,6 +683,8 @@ PARKED_MAX_BYTES = 100_000
 #: (the landers measured show at most ~1,000 characters; a for-sale page named by its title
 #: may show more).
 LANDER_MAX_TEXT = 2000
+#: ... and at most this many bytes (the landers measured that no title names are at most 11 KB).
+LANDER_MAX_BYTES = 32 * 1024
 
 #: A title that names the page a parking or for-sale page: ``(service, regex)``, tried in
 #: order on the lowercased ``<title>``: ``(label, key, regex)``. The literal the regex needs
@@ -701,7 +704,8 @@ PARKING_TITLES: tuple[tuple[str, str, str], ...] = (
 
 #: Markup only parking services serve (their lander scripts, asset hosts, ad feeds), by the
 #: service the page is credited to (first match in this order). Counted on a lander-shaped
-#: page (:data:`LANDER_MAX_TEXT`) when the literal is not part of the visible text.
+#: page (:data:`LANDER_MAX_BYTES`, :data:`LANDER_MAX_TEXT`) when the literal is not part of
+#: the visible text.
 #: ``adsense/domains/caf.js`` is Google's AdSense for Domains, sold to parking services only;
 #: ``data-adblockkey`` is the key parking landers show ad blockers (Sedo, ParkingCrew, Bodis).
 PARKING_MARKUP: Mapping[str, tuple[str, ...]] = MappingProxyType(

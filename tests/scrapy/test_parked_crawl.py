@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest_twisted
 
+from scrapy_domainstate.crawllog import CrawlSummary
 from scrapy_domainstate.record import Method, Outcome, State
 from scrapy_domainstate.report import state_reason
 from tests.scrapy.test_e2e import ds, record_of
@@ -35,6 +36,10 @@ async def test_parked_home_page_is_recorded_parked_and_its_email_not_counted(
     assert rec.state is State.DEAD
     assert state_reason(rec, rec) == "parked (hugedomains)"
     assert result.stats["domainstate/outcome/parked"] == 1
+    summary = CrawlSummary.from_stats(result.stats, started=0.0, finished=1.0)
+    assert summary.parked == 1
+    assert "1 parked home pages" in summary.log_message()[0] % summary.log_message()[1]
+    assert CrawlSummary.from_json(summary.to_json()).parked == 1
     assert record_of(settings, "friendly.test").fetch_ok == 1  # a page with contacts still counts
     # The next crawl skips the parked domain.
     sites.reset_log()

@@ -24,7 +24,7 @@ import pytest
 from scrapy_domainstate.classify import Classifier, Verdict
 from scrapy_domainstate.config import Config
 from scrapy_domainstate.contacts import has_contact
-from scrapy_domainstate.markers import PARKED_MAX_BYTES
+from scrapy_domainstate.markers import LANDER_MAX_BYTES, PARKED_MAX_BYTES
 from scrapy_domainstate.policy import Policy
 from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
 from scrapy_domainstate.report import state_reason
@@ -162,6 +162,17 @@ def test_both_scan_engines_agree() -> None:
     for page in PAGES + NORMAL:
         if len(page.body) <= PARKED_MAX_BYTES:  # larger pages are never checked for parking
             assert judge(fast, page) == judge(pure, page), page.id
+
+
+def test_markup_cues_count_on_small_pages_only_titles_at_any_size() -> None:
+    lander = next(p for p in PARKED_PAGES if p.id == "godaddy-bb-allwheeldriven-foxycart-com")
+    padded = lander.body.replace(b"</body>", b"<!--" + b"x" * 40_000 + b"--></body>")
+    big_title = next(p for p in PARKED_PAGES if p.vendor == "biix")
+    assert len(big_title.body) > LANDER_MAX_BYTES
+    for engine in ("pure", "auto"):
+        classifier = Classifier(engine=engine)
+        assert classifier.response(200, lander.headers, padded, HOME, False).outcome is Outcome.OK_EMPTY
+        assert judge(classifier, big_title).error_class == "parked:biix"
 
 
 def test_only_the_home_page_is_checked() -> None:
