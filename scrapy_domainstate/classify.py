@@ -35,12 +35,20 @@ from typing import Any
 
 from . import contacts
 from .config import Config
+from .keys import is_site_root
 from .markers import (
     BLOCK_STATUSES,
     CAPTCHA_WIDGETS,
     CHALLENGE_SCRIPTS,
     HINT_VENDOR_ORDER,
+    LANDER_MAX_BYTES,
+    LANDER_MAX_TEXT,
     NAMING_ONLY,
+    PARKED_MAX_BYTES,
+    PARKING_HEADERS,
+    PARKING_MARKUP,
+    PARKING_PHRASES,
+    PARKING_TITLES,
     SMALL_PAGE,
     VERIFY_PHRASES,
     Marker,
@@ -398,6 +406,60 @@ class _Shape:
         return cls(view, text, True, interstitial, empty)
 
 
+# ------------------------------------------------------------------ parked domains
+
+
+@dataclass(frozen=True, slots=True)
+class _ParkingCues:
+    """The parking cues of :mod:`~scrapy_domainstate.markers`, compiled: title rules (a key
+    literal and a regex), markup literals by service, phrases of the visible text."""
+
+    titles: tuple[tuple[str, bytes, re.Pattern[bytes]], ...]
+    markup: tuple[tuple[str, bytes], ...]
+    phrases: tuple[bytes, ...]
+    literals: frozenset[bytes]
+
+    @classmethod
+    def build(cls) -> _ParkingCues:
+        titles = tuple((svc, key.encode(), re.compile(rx.encode())) for svc, key, rx in PARKING_TITLES)
+        markup = tuple((svc, lit.encode("utf-8")) for svc, lits in PARKING_MARKUP.items() for lit in lits)
+        phrases = tuple(p.encode("utf-8") for p in PARKING_PHRASES)
+        literals = frozenset({key for _, key, _ in titles} | {lit for _, lit in markup} | set(phrases))
+        return cls(titles, markup, phrases, literals)
+
+    def may_fire(self, low: bytes, size: int) -> bool:
+        """Whether any rule could fire on ``low`` (a page of ``size`` bytes): a title rule's key
+        is in the title, or the page is small enough to be a lander."""
+        if size <= LANDER_MAX_BYTES:
+            return True
+        title = title_of(low)
+        return bool(title) and any(key in title for _, key, _ in self.titles)
+
+    def service(self, low: bytes, hits: set[bytes], size: int) -> str | None:
+        """The service ``low`` (a lowercased home page of ``size`` bytes holding ``hits``) is
+        parked with, or ``None``.
+
+        A parking title counts at any length; markup and phrases only on a lander-shaped page
+        (at most :data:`LANDER_MAX_BYTES`, less visible text than :data:`LANDER_MAX_TEXT`),
+        markup only where it is not part of the visible text (an article quoting it)."""
+        vendor = next((svc for svc, lit in self.markup if lit in hits), None)
+        title = title_of(low) if any(key in hits for _, key, _ in self.titles) else b""
+        for svc, key, regex in self.titles:
+            match = regex.search(title) if key in hits else None
+            if match is not None:
+                named = match.groupdict().get("svc")
+                return (named.decode("ascii", "replace") if named else None) or vendor or svc
+        text = visible_text(low, LANDER_MAX_TEXT) if size <= LANDER_MAX_BYTES else None
+        if text is None:
+            return None
+        for svc, lit in self.markup:
+            if lit in hits and lit not in text:
+                return svc
+        if any(p in hits and p in text for p in self.phrases):
+            return vendor or "generic"
+        return None
+
+
 # ------------------------------------------------------------------ failures
 
 
@@ -648,7 +710,9 @@ class Classifier:
             if c.allowed is not None:
                 statuses.update(c.allowed)
         self._statuses = frozenset(statuses)
-        self._header_names = frozenset({"content-type"} | {n for c in self._markers for n in c.header_names})
+        self._header_names = frozenset(
+            {"content-type", *PARKING_HEADERS} | {n for c in self._markers for n in c.header_names}
+        )
         self._header_prefixes = tuple(sorted({p for c in self._markers for p in c.header_prefixes}))
         # The same as bytes, to pick the headers out of Scrapy ``Headers`` before decoding.
         self._header_names_b = frozenset(n.encode("latin-1") for n in self._header_names)
@@ -681,9 +745,12 @@ class Classifier:
         literals = set(self._cue_literals)
         for c in self._markers:
             literals |= c.scanned()
+        self._parking = _ParkingCues.build()
+        literals |= self._parking.literals
         #: One scan over the body reports every literal any marker or cue needs.
         self.scanner = LiteralScanner(literals, engine)
         self._cue_subset = self.scanner.subset(self._cue_literals)
+        self._parking_subset = self.scanner.subset(self._parking.literals)
         # With hyperscan, the usual page (no marker, no cue) is told from one case-insensitive
         # pass over its raw bytes (see _fast_facts); built at first use.
         self._fast: dict[bool, PatternScanner] | None = {} if self.scanner.engine == "hyperscan" else None
@@ -1025,7 +1092,9 @@ class Classifier:
         here": the caller upgrades it to ``ok-contact`` from its outcome source (contacts,
         items or a callable). A small HTML page that is only a ``<script>`` shell (fewer than
         :data:`JS_SHELL_MIN_TEXT` visible characters) is ``ok-empty`` with ``'js-shell'`` and
-        ``browser_fixable=True``: a browser would render it.
+        ``browser_fixable=True``: a browser would render it. A 2xx home page (``url`` is the
+        site root, whatever ``is_root`` says) of at most :data:`~scrapy_domainstate.markers.PARKED_MAX_BYTES` that is a parking or for-sale
+        page is ``parked`` with ``'parked:<service>'`` (never useful, never sent to a browser).
         """
         try:
             status = int(status)
@@ -1040,6 +1109,10 @@ class Classifier:
             return Verdict(Outcome.NO_VERDICT, None, "classify-error")
         if verdict is not None:
             return verdict
+        if 200 <= status < 300 and (low is not None or facts is not None) and size <= PARKED_MAX_BYTES:
+            service = self._parked(hdrs, body, url, low, found)
+            if service is not None:
+                return Verdict(Outcome.PARKED, status, f"parked:{service}")
         if status in (404, 410):
             return Verdict(Outcome.DEAD if is_root else Outcome.HTTP_ERROR, status, f"http:{status}")
         if status >= 400 or status < 100:
@@ -1058,6 +1131,39 @@ class Classifier:
             if len(_OK_EMPTY) < 1024:
                 _OK_EMPTY[status] = verdict
         return verdict
+
+    def _parked(
+        self, hdrs: Mapping[str, str], body: Any, url: str, low: bytes | None, found: set[bytes] | None
+    ) -> str | None:
+        """The parking service the home page ``url`` belongs to, or ``None`` (README, "Parked
+        domains"). Pages off the site root are never called parked.
+
+        ``found``: the scanner's literals in the view when a pass over it already ran. Only
+        pages that hold a parking literal (or header) are read further: whether the URL is the
+        site root, then one lowercase copy, the title, the visible text up to
+        :data:`LANDER_MAX_TEXT`."""
+        try:
+            if "html" not in (hdrs.get("content-type") or "html").lower():
+                return None
+            if any(name in hdrs for name in PARKING_HEADERS):
+                return "lander" if is_site_root(url) else None
+            if found is not None:
+                hits = found & self._parking_subset.literals
+                if not hits or not is_site_root(url):
+                    return None
+            else:
+                if not is_site_root(url):
+                    return None
+                low = lowered(body, self.scan_bytes) if low is None else low
+                if not self._parking.may_fire(low, len(body)):
+                    return None  # (saves the pure engine's scan on most pages)
+                hits = self.scanner.scan(low, self._parking_subset)
+                if not hits:
+                    return None
+            low = lowered(body, self.scan_bytes) if low is None else low
+            return self._parking.service(low, hits, len(body))
+        except Exception:  # a classifier never breaks a crawl
+            return None
 
     @staticmethod
     def _shell(low: bytes | None) -> bool:

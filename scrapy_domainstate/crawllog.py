@@ -94,6 +94,8 @@ class CrawlSummary:
     useful: int = 0
     #: Item-less pages that led on to the same site (``navigation``: neither useful nor empty).
     navigation: int = 0
+    #: Home pages that were a parking or for-sale page (``parked``: their domains are dead).
+    parked: int = 0
     #: Canaries: the one plain fetch per crawl to an ``antibot-hard`` domain.
     canaries: int = 0
     #: Renders of ``antibot-hard`` domains that did not get a page.
@@ -174,6 +176,7 @@ class CrawlSummary:
             retries=_int(stats, "repeat/retry"),
             useful=_int(stats, "outcome/ok-contact"),
             navigation=_int(stats, "outcome/navigation"),
+            parked=_int(stats, "outcome/parked"),
             canaries=_int(stats, "canary"),
             hard_renders_failed=_int(stats, "hard_render_failed"),
             slowed=_int(stats, "polite/slowed"),
@@ -205,6 +208,7 @@ class CrawlSummary:
                 retries=int(data.get("retries", 0)),
                 useful=int(data.get("useful", 0)),
                 navigation=int(data.get("navigation", 0)),
+                parked=int(data.get("parked", 0)),
                 canaries=int(data.get("canaries", 0)),
                 hard_renders_failed=int(data.get("hard_renders_failed", 0)),
                 slowed=int(data.get("slowed", 0)),
@@ -231,8 +235,8 @@ class CrawlSummary:
         return (
             "scrapy-domainstate: %s domains touched (%s); %s state changes (%s); requests sent %s "
             "(%s probes, %s renders, %s browser re-issues, %s retries); %s skipped (%s); %s from the HTTP cache; "
-            "%s useful pages, %s navigation pages; antibot-hard: %s canaries, %s failed renders; "
-            "%s slowed down, %s paused%s; against plain fetch-with-fallback this %s",
+            "%s useful pages, %s navigation pages, %s parked home pages; antibot-hard: %s canaries, "
+            "%s failed renders; %s slowed down, %s paused%s; against plain fetch-with-fallback this %s",
             (
                 f"{sum(self.domains.values()):,}",
                 fmt(self.domains),
@@ -248,6 +252,7 @@ class CrawlSummary:
                 f"{self.cached:,}",
                 f"{self.useful:,}",
                 f"{self.navigation:,}",
+                f"{self.parked:,}",
                 f"{self.canaries:,}",
                 f"{self.hard_renders_failed:,}",
                 plural(self.slowed, "slot"),

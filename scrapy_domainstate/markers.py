@@ -43,7 +43,14 @@ __all__ = [
     "CAPTCHA_WIDGETS",
     "CHALLENGE_SCRIPTS",
     "HINT_VENDOR_ORDER",
+    "LANDER_MAX_BYTES",
+    "LANDER_MAX_TEXT",
     "NAMING_ONLY",
+    "PARKED_MAX_BYTES",
+    "PARKING_HEADERS",
+    "PARKING_MARKUP",
+    "PARKING_PHRASES",
+    "PARKING_TITLES",
     "SMALL_PAGE",
     "VERIFY_PHRASES",
     "Marker",
@@ -665,3 +672,72 @@ HINT_VENDOR_ORDER: tuple[str, ...] = (
     "geetest",
     "captcha",
 )
+
+
+# ------------------------------------------------------------------ parked and for-sale domains
+
+#: Only home pages up to this size are checked for parking (landers are small: the largest
+#: measured one is 42 KB).
+PARKED_MAX_BYTES = 100_000
+#: Markup and phrase cues count only on a lander-shaped page: less visible text than this
+#: (the landers measured show at most ~1,000 characters; a for-sale page named by its title
+#: may show more).
+LANDER_MAX_TEXT = 2000
+#: ... and at most this many bytes (the landers measured that no title names are at most 11 KB).
+LANDER_MAX_BYTES = 32 * 1024
+
+#: A title that names the page a parking or for-sale page: ``(service, regex)``, tried in
+#: order on the lowercased ``<title>``: ``(label, key, regex)``. The literal the regex needs
+#: (``key``) is what the body scan looks for first. The page is credited to the service the
+#: title names (the regex's ``svc`` group), else to the service its markup names, else to
+#: ``label``.
+PARKING_TITLES: tuple[tuple[str, str, str], ...] = (
+    ("for-sale", " is for sale", r"[a-z0-9-]+\.[a-z]{2,}\s+is for sale\b(?: on (?P<svc>[a-z0-9-]+))?"),
+    ("registrar", "registered at ", r"^\S+\.[a-z]{2,}\s+-\s+registered at (?P<svc>[a-z0-9-]+)"),
+    ("registrar", "parked at ", r"^parked at (?P<svc>[a-z0-9-]+)"),
+    ("registrar", "domain parked by ", r"^domain parked by (?P<svc>[a-z0-9-]+)"),
+    ("registrar", "future home of ", r"^future home of \S+\.[a-z]{2,}"),
+    ("registrar", "registrado en ", r"^\S+\.[a-z]{2,}\s+\|\s+registrado en (?P<svc>[a-z0-9-]+)"),
+    ("registry", "reserved from registration", r"^reserved from registration$"),
+    ("markmonitor", "protected by markmonitor", r"^registered (?:&amp;|&|and) protected by markmonitor$"),
+)
+
+#: Markup only parking services serve (their lander scripts, asset hosts, ad feeds), by the
+#: service the page is credited to (first match in this order). Counted on a lander-shaped
+#: page (:data:`LANDER_MAX_BYTES`, :data:`LANDER_MAX_TEXT`) when the literal is not part of
+#: the visible text.
+#: ``adsense/domains/caf.js`` is Google's AdSense for Domains, sold to parking services only;
+#: ``data-adblockkey`` is the key parking landers show ad blockers (Sedo, ParkingCrew, Bodis).
+PARKING_MARKUP: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "godaddy": ("window.lander_system", "img1.wsimg.com/parking-lander"),
+        "sedo": ("sedoparking.com",),
+        "parkingcrew": ("parkingcrew.net", "i.cdnpark.com"),
+        "bodis": ("bodis.com/", "bodiscdn.com"),
+        "hugedomains": ("static.hugedomains.com",),
+        "dan": ("dan.com/buy-domain", "undeveloped.com"),
+        "afternic": ("afternic.com/forsale",),
+        "above": ("above.com/marketplace",),
+        "101domain": ("park.101datacenter.net",),
+        "dondominio": ("dondominio parking page",),
+        "onlydomains": ("utm_medium=free_parking",),
+        "adsense-for-domains": ("adsense/domains/caf.js",),
+        "lander": ("data-adblockkey",),
+    }
+)
+
+#: Sentences of parking and for-sale pages, counted in the visible text of a lander-shaped page.
+PARKING_PHRASES: tuple[str, ...] = (
+    "this domain may be for sale",
+    "this domain is for sale",
+    "buy this domain",
+    "this domain is parked",
+    "this domain has been reserved from registration",
+    "this domain is registered and protected by markmonitor",
+    "parked free, courtesy of",
+    "is parked free of charge",
+    "bienvenido a la página de parking",
+)
+
+#: Response headers parking services send with their landers (the key of ``data-adblockkey``).
+PARKING_HEADERS: tuple[str, ...] = ("x-adblock-key",)

@@ -18,6 +18,9 @@ drive it with a fake clock. States and their rules (``docs/SPEC.md`` section 2, 
        │                                                  outcome → antibot-soft)
        └─ (any live state) 10 ok-empty in a row over two visits, never a useful page
                                                   ──▶ cold (skip, 90 d)
+    (any state) a parked home page (a parking or for-sale lander) ──▶ dead, reason
+                                                  ``parked (<service>)``: one signal is enough,
+                                                  held and confirmed like any dead
 
 Streaks are counted from the tail of ``recent``, so they reset on any outcome
 that breaks them. The antibot streak reads plain requests only (a render neither
@@ -50,7 +53,7 @@ RATE_LIMIT_STATUS = 429
 #: The error class of a pause (``paused:timeout``): a host that stopped answering for a visit.
 PAUSED_PREFIX = "paused:"
 
-__all__ = ["Decision", "Policy", "Transition"]
+__all__ = ["Decision", "Policy", "Transition", "parked_service"]
 
 
 class Decision(str, Enum):
@@ -96,6 +99,12 @@ _FAILED = frozenset({Outcome.HTTP_ERROR, Outcome.NETWORK_ERROR, Outcome.ANTIBOT,
 _TLS_PREFIX = "tls:"
 _SUCCESS = FETCHED
 _COLD_FROM = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT, State.ANTIBOT_HARD, State.FRIENDLY})
+
+
+def parked_service(error_class: str | None) -> str:
+    """The service of a ``parked`` outcome's ``'parked:<service>'`` evidence (``'unknown'``)."""
+    prefix, _, service = (error_class or "").partition(":")
+    return service if prefix == "parked" and service else "unknown"
 
 
 def _empty_streak(recent: list[RecentEntry]) -> list[RecentEntry]:
@@ -382,6 +391,9 @@ class Policy:
         if outcome is Outcome.ANTIBOT:
             return self._antibot(stat, entry)
 
+        if outcome is Outcome.PARKED:
+            return self._parked(stat, entry)
+
         if (
             outcome is Outcome.OK_EMPTY
             and state in _COLD_FROM
@@ -433,6 +445,14 @@ class Policy:
         if state is State.ANTIBOT_HARD:
             return None
         return State.ANTIBOT_SOFT, f"antibot ({entry.error_class or entry.status or 'challenge'})"
+
+    @staticmethod
+    def _parked(stat: DomainStat, entry: RecentEntry) -> tuple[State, str] | None:
+        """A parking or for-sale home page: a dead signal that needs no second one (a registrar
+        or parking service answers every visit with it). Held and confirmed like any dead."""
+        if stat.state is State.DEAD or entry.method is Method.HEAD:
+            return None
+        return State.DEAD, f"parked ({parked_service(entry.error_class)})"
 
     def _maybe_dead(self, stat: DomainStat, entry: RecentEntry) -> tuple[State, str] | None:
         # Dead signals of this unknown period only (recent may outlive a renewal).

@@ -80,6 +80,11 @@ class Outcome(str, Enum):
     #: page that was fetched is recorded as navigation: its worth is kept apart.
     #: (Added in 0.3, after the others: the entry codes of older records are unchanged.)
     NAVIGATION = "navigation"
+    #: The site's home page is a parking or for-sale page (a registrar's, a parking service's,
+    #: a domain marketplace's): fetched, never useful (its "buy this domain" e-mail is not a
+    #: contact), a dead signal that needs no second one (:mod:`scrapy_domainstate.policy`).
+    #: ``error_class`` is ``'parked:<service>'``. (Added after navigation: older codes unchanged.)
+    PARKED = "parked"
 
     def __str__(self) -> str:
         return self.value

@@ -48,7 +48,7 @@ from ._showtext import part_label, plural
 from ._time import DAY, HOUR, MINUTE
 from .crawllog import CrawlSummary
 from .keys import part_of
-from .policy import Policy
+from .policy import Policy, parked_service
 from .record import DomainStat, Outcome, RecentEntry, State
 
 __all__ = [
@@ -100,6 +100,7 @@ OUTCOME_COLORS = {
     Outcome.DEAD: "#455a64",
     Outcome.NO_VERDICT: "#bdbdbd",
     Outcome.NAVIGATION: "#c5e1a5",
+    Outcome.PARKED: "#ab47bc",
 }
 
 
@@ -115,11 +116,15 @@ def _antibot_reason(entry: RecentEntry) -> str:
     return evidence or (f"http:{entry.status}" if entry.status else "antibot")
 
 
+#: Outcomes that can send a domain to ``dead``.
+_DEAD_SIGNALS = frozenset({Outcome.DEAD, Outcome.PARKED})
+
+
 def state_reason(stat: DomainStat, current: DomainStat) -> str:
     """Why ``current`` (``stat`` with expiry applied) is in its state, in a few words.
 
     From the latest observation that explains the state: ``refused``, ``dns``,
-    ``http:404``, ``tls:expired`` for dead; the vendor and kind (``cloudflare
+    ``http:404``, ``tls:expired``, ``parked (hugedomains)`` for dead; the vendor and kind (``cloudflare
     challenge``, ``cloudflare block 1020``, ``rate limit (429)``) for anti-bot;
     how many pages were empty for cold; the share of useful fetches for friendly.
     """
@@ -128,7 +133,9 @@ def state_reason(stat: DomainStat, current: DomainStat) -> str:
         return f"{stat.state} expired"
     recent = stat.recent
     if state is State.DEAD:
-        entry = next((e for e in reversed(recent) if e.outcome is Outcome.DEAD), None)
+        entry = next((e for e in reversed(recent) if e.outcome in _DEAD_SIGNALS), None)
+        if entry is not None and entry.outcome is Outcome.PARKED:
+            return f"parked ({parked_service(entry.error_class)})"
         return (entry.error_class or f"http:{entry.status}") if entry else "set by hand"
     if state in (State.ANTIBOT_SOFT, State.ANTIBOT_HARD):
         entry = next((e for e in reversed(recent) if e.outcome is Outcome.ANTIBOT), None)

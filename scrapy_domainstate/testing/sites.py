@@ -25,6 +25,8 @@ browser sent it (:attr:`LoggedRequest.browser`).
 from __future__ import annotations
 
 import datetime
+import functools
+import gzip
 import hashlib
 import ipaddress
 import json
@@ -78,6 +80,7 @@ SHOP = "shop"
 SHOP_CF = "shop-cf"
 SHOP_JS = "shop-js"
 SHOP_SOMETIMES = "shop-sometimes"
+PARKED = "parked"
 
 #: kind -> what it does (also the documentation of the kinds)
 KINDS: dict[str, str] = {
@@ -121,6 +124,8 @@ KINDS: dict[str, str] = {
     SHOP_JS: "the shop as a script-only shell: a script writes each page (links, product); a plain fetch sees neither",
     SHOP_SOMETIMES: "the shop, but the first option burst=0 plain requests, then every every-th one after them "
     "(option every=2; HEAD and GET counted together) get the cf-soft challenge",
+    PARKED: "200 on every path: a real captured for-sale page (HugeDomains, with the broker's e-mail and phone; "
+    "tests/unit/parked, id hugedomains-bb-amvintage-foxycart-com)",
 }
 
 #: the shop kinds (pages of :func:`shop_page`)
@@ -414,6 +419,16 @@ def shop_body(host: str, path: str, categories: int = 5, products: int = 4) -> s
     return None
 
 
+#: The real parking page the ``parked`` kind serves (a copy of a page of ``tests/unit/parked``).
+PARKED_PAGE = Path(__file__).parent / "pages" / "parked-hugedomains.html.gz"
+
+
+@functools.cache
+def parked_page() -> bytes:
+    """The body the ``parked`` kind serves on every path."""
+    return gzip.decompress(PARKED_PAGE.read_bytes())
+
+
 def not_found_page(host: str, path: str) -> bytes:
     return _html("404 Not Found", f"<h1>Not Found</h1><p>{path} is not on {host}.</p>")
 
@@ -524,6 +539,7 @@ class SiteServer:
             SHOP_CF: self._shop_cf,
             SHOP_JS: self._shop_js,
             SHOP_SOMETIMES: self._shop_sometimes,
+            PARKED: self._parked,
         }
         assert set(self._handlers) == set(KINDS)
 
@@ -695,6 +711,9 @@ class SiteServer:
 
     def _cold(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
         return self._page(request, host, path, cold_page)
+
+    def _parked(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
+        return self._respond(request, 200, parked_page())
 
     def _dead_root(self, request: Request, host: str, path: str, options: dict[str, Any]) -> bytes:
         return self._respond(request, 404, not_found_page(host, path))

@@ -206,14 +206,18 @@ def test_current_never_returns_an_expired_state(seq, reads):
 @SETTINGS
 @given(seq=sequences)
 def test_transitions_follow_the_entry_rules(seq):
-    """dead only from unknown, on two dead signals of that period not all HEAD; friendly and cold sources."""
+    """dead only from unknown, on two dead signals of that period not all HEAD, or on one parked page
+    (a fetched page, from any other state); friendly and cold sources."""
     policy = Policy(Config.from_settings({}))
     stat = None
     for entry in entries(seq):
         live = policy.current(stat, DOMAIN, entry.at)
         old = live.state
         stat, tr = policy.observe(stat, DOMAIN, entry)
-        if tr is not None and tr.new is State.DEAD:
+        if tr is not None and tr.new is State.DEAD and entry.outcome is Outcome.PARKED:
+            assert entry.method is not Method.HEAD
+            assert old is not State.DEAD
+        elif tr is not None and tr.new is State.DEAD:
             assert old is State.UNKNOWN
             assert entry.outcome is Outcome.DEAD
             # two consecutive dead signals of this unknown period, not all from HEAD
