@@ -150,14 +150,62 @@ _PROC = _Process()
 os.register_at_fork(after_in_child=_PROC.after_fork_in_child)
 
 
+#: py-lmdb errors that mean the file itself is damaged (the advice: move it away or restore it).
+_DAMAGED = (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError, lmdb.PageNotFoundError)
+#: Errors of a busy environment, not a damaged one: another process grew the map, the reader
+#: table is full of dead processes' slots. An open adopts the new size (or frees the slots) and
+#: tries again.
+_BUSY = (lmdb.MapResizedError, lmdb.ReadersFullError)
+
+
+def _damaged_advice(path: str) -> str:
+    return (
+        f"If {os.path.join(path, 'data.mdb')} is damaged, move the directory away (the store then starts empty) "
+        "or restore it from a backup"
+    )
+
+
 def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
+    """Open the environment and its three databases, retrying while other processes grow the map.
+
+    Every step touches the shared meta pages, and each may find that another process committed
+    a larger map meanwhile (``MDB_MAP_RESIZED``) or that the reader table is full of dead
+    processes' slots: the whole open is retried then (at most ``MAX_RETRIES`` times), like any
+    other transaction. A damaged file is refused with the fix; a busy one never gets that advice.
+    """
     path = shared.path
     if not readonly:
         os.makedirs(path, exist_ok=True)
     elif not os.path.exists(os.path.join(path, "data.mdb")):
         raise StoreError(f"no domainstate database at {path}")
+    last: lmdb.Error | None = None
+    for _ in range(MAX_RETRIES + 1):
+        try:
+            env = _lmdb_open(path, map_size, readonly)
+        except _BUSY as exc:  # py-lmdb opens the main database in a transaction of its own
+            last = exc
+            continue
+        try:
+            dbs = _prepare(env, path, map_size, readonly)
+        except _BUSY as exc:
+            env.close()
+            last = exc
+            continue
+        except BaseException:
+            env.close()
+            raise
+        shared.env, shared.readonly = env, readonly
+        shared.records, shared.lru, shared.urls = dbs
+        return
+    raise StoreError(
+        f"cannot open the LMDB environment at {path}: still busy after {MAX_RETRIES} retries ({last}); "
+        "other processes keep growing its map, try again"
+    )
+
+
+def _lmdb_open(path: str, map_size: int, readonly: bool) -> Any:
     try:
-        env = lmdb.open(
+        return lmdb.open(
             path,
             map_size=map_size,
             subdir=True,
@@ -170,16 +218,16 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
             max_dbs=4,
             create=not readonly,
         )
-    except lmdb.Error as exc:
-        raise StoreError(
-            f"cannot open the LMDB environment at {path}: {exc}. If {os.path.join(path, 'data.mdb')} is damaged, "
-            "move the directory away (the store then starts empty) or restore it from a backup"
-        ) from exc
-    try:
-        _check_size(env, path)
-    except StoreError:
-        env.close()
+    except _BUSY:
         raise
+    except _DAMAGED as exc:
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}. {_damaged_advice(path)}") from exc
+    except lmdb.Error as exc:
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
+
+
+def _prepare(env: Any, path: str, map_size: int, readonly: bool) -> list[Any]:
+    """Check the open environment and open its databases; raises ``_BUSY`` errors to retry."""
     try:
         # Free the reader slots of processes that died (kill -9) holding one.
         env.reader_check()
@@ -187,21 +235,26 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
         env.set_mapsize(0)
         if not readonly and env.info()["map_size"] < map_size:
             env.set_mapsize(map_size)
+    except _BUSY:
+        raise
+    except lmdb.Error as exc:
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
+    _check_size(env, path)
+    try:
         if readonly:
             # Not in a `with env.begin()` block: a read transaction is aborted at its
             # end, and the handles it opened with it.
-            dbs = [env.open_db(name, create=False) for name in (_RECORDS, _LRU, _URLS)]
-        else:
-            with env.begin(write=True) as txn:
-                dbs = [env.open_db(name, txn=txn, create=True) for name in (_RECORDS, _LRU, _URLS)]
+            return [env.open_db(name, create=False) for name in (_RECORDS, _LRU, _URLS)]
+        with env.begin(write=True) as txn:
+            return [env.open_db(name, txn=txn, create=True) for name in (_RECORDS, _LRU, _URLS)]
+    except _BUSY:
+        raise
     except lmdb.NotFoundError as exc:
-        env.close()
         raise StoreError(f"{path} is not a domainstate database (or it is still empty): {exc}") from exc
+    except _DAMAGED as exc:
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}. {_damaged_advice(path)}") from exc
     except lmdb.Error as exc:
-        env.close()
         raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
-    shared.env, shared.readonly = env, readonly
-    shared.records, shared.lru, shared.urls = dbs
 
 
 def _check_size(env: Any, path: str) -> None:
@@ -209,12 +262,15 @@ def _check_size(env: Any, path: str) -> None:
 
     LMDB maps the file: reading a page past the end of a truncated file kills the
     process with SIGBUS, so the size is checked before any page is touched (the two
-    meta pages, which ``lmdb.open`` read, say how many pages the data uses).
+    meta pages, which ``lmdb.open`` read, say how many pages the data uses). The pages
+    are read before the size: a commit by another process meanwhile only grows the file.
     """
     data = os.path.join(path, "data.mdb")
     try:
-        size = os.stat(data).st_size
         needed = (int(env.info()["last_pgno"]) + 1) * int(env.stat()["psize"])
+        size = os.stat(data).st_size
+    except _BUSY:
+        raise
     except (OSError, lmdb.Error) as exc:
         raise StoreError(f"cannot check the LMDB data file {data}: {exc}") from exc
     if size < needed:

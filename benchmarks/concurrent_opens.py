@@ -1,0 +1,171 @@
+#!/usr/bin/env python
+"""Opens of one LMDB store while other processes grow its map and get killed (issue 22, break 1).
+
+``--workers`` processes share one store created with a tiny map (``--map-size``, 64 KiB):
+each opens it (read-write, or read-only one time in three, as ``scrapy domainstate stats``
+does), records ``--outcomes`` outcomes over new domains (which keeps the map growing) or
+walks the records, closes it, and starts again. Every ``--kill-every`` seconds one random
+worker is killed with SIGKILL and replaced. A new store is started every four kills, so the maps keep growing. The run ends after ``--opens`` opens and prints
+how many failed, with the first failures' messages. The target is 0.
+
+Usage: ``python benchmarks/concurrent_opens.py [--opens 1000] [--workers 8]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WORKER = """
+import os, sys
+from scrapy_domainstate.config import Config
+from scrapy_domainstate.record import Method, Outcome, RecentEntry
+from scrapy_domainstate.store.base import StoreError
+from scrapy_domainstate.store.lmdb import LmdbStore
+
+ctl, map_size, outcomes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out = os.fdopen(1, "w", buffering=1)
+i = 0
+while True:
+    i += 1
+    with open(ctl) as fh:
+        path = fh.read()
+    readonly = i % 3 == 0 and os.path.exists(os.path.join(path, "data.mdb"))
+    store = LmdbStore(Config(lmdb_path=path, lmdb_map_size=map_size, flush_interval=1e9, flush_size=50),
+                      readonly=readonly)
+    try:
+        store.open()
+    except StoreError as exc:
+        out.write("FAIL " + ("ro " if readonly else "rw ") + str(exc).replace(chr(10), " ") + chr(10))
+        continue
+    out.write("OK" + chr(10))
+    try:
+        if readonly:
+            sum(1 for _ in store.iter_records())
+        else:
+            for k in range(outcomes):
+                store.record(f"p{os.getpid()}-{i}-{k}.example",
+                             RecentEntry(1.7e9 + k, Method.FETCH, Outcome.OK_CONTACT, 200))
+        store.close()
+    except StoreError as exc:
+        out.write("USE " + str(exc).replace(chr(10), " ") + chr(10))
+"""
+
+
+def run(
+    base: str, opens: int, workers: int, map_size: int, outcomes: int, kill_every: float, seed: int = 1
+) -> dict[str, Any]:
+    """Run the workers until ``opens`` opens were reported; the counts and first failures.
+
+    A new store (under ``base``) is started every ``4 * kill_every`` seconds, so that its map
+    keeps growing from ``map_size`` while the workers open it."""
+    rng = random.Random(seed)
+    os.makedirs(base, exist_ok=True)
+    ctl = os.path.join(base, "current")
+    stores = 0
+
+    def new_store() -> None:
+        nonlocal stores
+        stores += 1
+        with open(ctl + ".tmp", "w") as fh:
+            fh.write(os.path.join(base, f"store{stores}"))
+        os.replace(ctl + ".tmp", ctl)
+
+    new_store()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    logs = Path(tempfile.mkdtemp(prefix="opens-logs-"))
+    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+    started = 0
+
+    def spawn() -> None:
+        nonlocal started
+        started += 1
+        log = logs / f"w{started}.out"
+        with open(log, "wb") as fh:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", WORKER, ctl, str(map_size), str(outcomes)],
+                stdout=fh,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+        procs.append((proc, log))
+
+    def tally() -> dict[str, Any]:
+        ok = fail = use = signals = 0
+        failures: list[str] = []
+        for proc, log in procs:
+            for line in log.read_text(errors="replace").splitlines():
+                if line == "OK":
+                    ok += 1
+                elif line.startswith("FAIL"):
+                    fail += 1
+                    failures.append(line)
+                elif line.startswith("USE"):
+                    use += 1
+                    failures.append(line)
+            code = proc.poll()
+            if code is not None and code < 0 and code != -signal.SIGKILL:
+                signals += 1
+        return {"opens": ok + fail, "failed": fail, "use_errors": use, "signals": signals, "first": failures[:5]}
+
+    for _ in range(workers):
+        spawn()
+    killed = ticks = 0
+    started_at = time.monotonic()
+    try:
+        while True:
+            time.sleep(kill_every)
+            ticks += 1
+            if ticks % 4 == 0:
+                new_store()
+            counts = tally()
+            if counts["opens"] >= opens:
+                break
+            live = [p for p, _ in procs if p.poll() is None]
+            if live:
+                rng.choice(live).send_signal(signal.SIGKILL)
+                killed += 1
+            for proc in [p for p, _ in procs if p.poll() is not None]:
+                proc.wait()
+            while sum(1 for p, _ in procs if p.poll() is None) < workers:
+                spawn()
+    finally:
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    counts = tally()
+    counts["killed"] = killed
+    counts["stores"] = stores
+    counts["seconds"] = round(time.monotonic() - started_at, 1)
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--opens", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--map-size", type=int, default=1 << 16)
+    parser.add_argument("--outcomes", type=int, default=120)
+    parser.add_argument("--kill-every", type=float, default=0.5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        result = run(
+            os.path.join(tmp, "db"), args.opens, args.workers, args.map_size, args.outcomes, args.kill_every
+        )
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
