@@ -63,6 +63,65 @@ while True:
 """
 
 
+class Fleet:
+    """The workers, their logs and the store they open now."""
+
+    def __init__(self, base: str, map_size: int, outcomes: int) -> None:
+        os.makedirs(base, exist_ok=True)
+        self.base, self.map_size, self.outcomes = base, map_size, outcomes
+        self.ctl = os.path.join(base, "current")
+        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        self.logs = Path(tempfile.mkdtemp(prefix="opens-logs-"))
+        self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+        self.stores = self.started = self.killed = 0
+        self.new_store()
+
+    def new_store(self) -> None:
+        self.stores += 1
+        with open(self.ctl + ".tmp", "w") as fh:
+            fh.write(os.path.join(self.base, f"store{self.stores}"))
+        os.replace(self.ctl + ".tmp", self.ctl)
+
+    def live(self) -> list[subprocess.Popen[bytes]]:
+        return [p for p, _ in self.procs if p.poll() is None]
+
+    def spawn_up_to(self, workers: int) -> None:
+        while len(self.live()) < workers:
+            self.started += 1
+            log = self.logs / f"w{self.started}.out"
+            with open(log, "wb") as fh:
+                argv = [sys.executable, "-c", WORKER, self.ctl, str(self.map_size), str(self.outcomes)]
+                proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.DEVNULL, env=self.env)
+            self.procs.append((proc, log))
+
+    def kill_one(self, rng: random.Random) -> None:
+        live = self.live()
+        if live:
+            rng.choice(live).send_signal(signal.SIGKILL)
+            self.killed += 1
+        for proc, _ in self.procs:
+            if proc.poll() is not None:
+                proc.wait()
+
+    def stop(self) -> None:
+        for proc, _ in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+    def tally(self) -> dict[str, Any]:
+        lines = [line for _, log in self.procs for line in log.read_text(errors="replace").splitlines()]
+        failures = [line for line in lines if line.startswith(("FAIL", "USE"))]
+        codes = [p.poll() for p, _ in self.procs]
+        return {
+            "opens": sum(1 for line in lines if line == "OK" or line.startswith("FAIL")),
+            "failed": sum(1 for line in lines if line.startswith("FAIL")),
+            "use_errors": sum(1 for line in lines if line.startswith("USE")),
+            "signals": sum(1 for c in codes if c is not None and c < 0 and c != -signal.SIGKILL),
+            "first": failures[:5],
+        }
+
+
 def run(
     base: str, opens: int, workers: int, map_size: int, outcomes: int, kill_every: float, seed: int = 1
 ) -> dict[str, Any]:
@@ -71,84 +130,22 @@ def run(
     A new store (under ``base``) is started every ``4 * kill_every`` seconds, so that its map
     keeps growing from ``map_size`` while the workers open it."""
     rng = random.Random(seed)
-    os.makedirs(base, exist_ok=True)
-    ctl = os.path.join(base, "current")
-    stores = 0
-
-    def new_store() -> None:
-        nonlocal stores
-        stores += 1
-        with open(ctl + ".tmp", "w") as fh:
-            fh.write(os.path.join(base, f"store{stores}"))
-        os.replace(ctl + ".tmp", ctl)
-
-    new_store()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    logs = Path(tempfile.mkdtemp(prefix="opens-logs-"))
-    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
-    started = 0
-
-    def spawn() -> None:
-        nonlocal started
-        started += 1
-        log = logs / f"w{started}.out"
-        with open(log, "wb") as fh:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", WORKER, ctl, str(map_size), str(outcomes)],
-                stdout=fh,
-                stderr=subprocess.DEVNULL,
-                env=env,
-            )
-        procs.append((proc, log))
-
-    def tally() -> dict[str, Any]:
-        ok = fail = use = signals = 0
-        failures: list[str] = []
-        for proc, log in procs:
-            for line in log.read_text(errors="replace").splitlines():
-                if line == "OK":
-                    ok += 1
-                elif line.startswith("FAIL"):
-                    fail += 1
-                    failures.append(line)
-                elif line.startswith("USE"):
-                    use += 1
-                    failures.append(line)
-            code = proc.poll()
-            if code is not None and code < 0 and code != -signal.SIGKILL:
-                signals += 1
-        return {"opens": ok + fail, "failed": fail, "use_errors": use, "signals": signals, "first": failures[:5]}
-
-    for _ in range(workers):
-        spawn()
-    killed = ticks = 0
+    fleet = Fleet(base, map_size, outcomes)
     started_at = time.monotonic()
+    ticks = 0
     try:
-        while True:
+        fleet.spawn_up_to(workers)
+        while fleet.tally()["opens"] < opens:
             time.sleep(kill_every)
             ticks += 1
             if ticks % 4 == 0:
-                new_store()
-            counts = tally()
-            if counts["opens"] >= opens:
-                break
-            live = [p for p, _ in procs if p.poll() is None]
-            if live:
-                rng.choice(live).send_signal(signal.SIGKILL)
-                killed += 1
-            for proc in [p for p, _ in procs if p.poll() is not None]:
-                proc.wait()
-            while sum(1 for p, _ in procs if p.poll() is None) < workers:
-                spawn()
+                fleet.new_store()
+            fleet.kill_one(rng)
+            fleet.spawn_up_to(workers)
     finally:
-        for proc, _ in procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-    counts = tally()
-    counts["killed"] = killed
-    counts["stores"] = stores
-    counts["seconds"] = round(time.monotonic() - started_at, 1)
+        fleet.stop()
+    counts = fleet.tally()
+    counts.update(killed=fleet.killed, stores=fleet.stores, seconds=round(time.monotonic() - started_at, 1))
     return counts
 
 
@@ -161,9 +158,7 @@ def main() -> None:
     parser.add_argument("--kill-every", type=float, default=0.5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        result = run(
-            os.path.join(tmp, "db"), args.opens, args.workers, args.map_size, args.outcomes, args.kill_every
-        )
+        result = run(os.path.join(tmp, "db"), args.opens, args.workers, args.map_size, args.outcomes, args.kill_every)
     print(json.dumps(result, indent=2))
 
 

@@ -1,0 +1,129 @@
+"""The LMDB store against issue 22's breaks: opens while the map grows, a full disk's costs.
+
+Real LMDB files and real processes: another interpreter grows the map between the steps of
+an open; several workers open one store with a 64 KiB map while being killed (the
+reproduction, ``benchmarks/concurrent_opens.py``, runs it to 1,000 opens).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrapy_domainstate.config import Config
+from scrapy_domainstate.record import Method, Outcome, RecentEntry
+from scrapy_domainstate.store import lmdb as lmdb_store
+from scrapy_domainstate.store.lmdb import LmdbStore
+from tests import ROOT, T0
+
+SMALL_MAP = 1 << 16
+
+GROW = textwrap.dedent(
+    """
+    import sys
+    from scrapy_domainstate.config import Config
+    from scrapy_domainstate.record import Method, Outcome, RecentEntry
+    from scrapy_domainstate.store.lmdb import LmdbStore
+
+    store = LmdbStore(Config(lmdb_path=sys.argv[1], lmdb_map_size=1 << 16, flush_size=500, flush_interval=1e9))
+    store.open()
+    for i in range(4000):
+        store.record(f"g{i}.example", RecentEntry(1.7e9 + i, Method.FETCH, Outcome.OK_CONTACT, 200))
+    store.close()
+    assert store.map_growths >= 1, store.map_growths
+    """
+)
+
+
+def child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def grow_elsewhere(db: Path) -> None:
+    """Another process writes enough to grow the map of ``db`` (several times)."""
+    subprocess.run([sys.executable, "-c", GROW, str(db)], check=True, timeout=120, env=child_env())
+
+
+def small_store(db: Path, readonly: bool = False) -> LmdbStore:
+    return LmdbStore(Config(lmdb_path=str(db), lmdb_map_size=SMALL_MAP, flush_interval=1e9), readonly=readonly)
+
+
+# --------------------------------------------- 1. opens while the map grows
+
+
+class GrowsBeforeFirstUse:
+    """An open LMDB environment whose first transaction (or database open) comes after another
+    process grew the map: the window between py-lmdb's open and the open's transaction."""
+
+    def __init__(self, env: Any, db: Path, grown: list[bool]) -> None:
+        self._env, self._db, self._grown = env, db, grown
+
+    def _first_use(self) -> None:
+        if not self._grown:
+            self._grown.append(True)
+            grow_elsewhere(self._db)
+
+    def begin(self, *args: Any, **kwargs: Any) -> Any:
+        self._first_use()
+        return self._env.begin(*args, **kwargs)
+
+    def open_db(self, *args: Any, **kwargs: Any) -> Any:
+        self._first_use()
+        return self._env.open_db(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+
+@pytest.mark.parametrize("readonly", [False, True], ids=["read-write", "read-only"])
+def test_an_open_adopts_a_map_grown_by_another_process_while_it_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, readonly: bool
+) -> None:
+    db = tmp_path / "db"
+    first = small_store(db)
+    first.open()
+    first.record("seed.example", RecentEntry(T0, Method.FETCH, Outcome.OK_CONTACT, 200))
+    first.close()
+    real_open = lmdb_store.lmdb.open
+    grown: list[bool] = []
+    monkeypatch.setattr(lmdb_store.lmdb, "open", lambda *a, **k: GrowsBeforeFirstUse(real_open(*a, **k), db, grown))
+    store = small_store(db, readonly=readonly)
+    store.open()  # before the fix: MDB_MAP_RESIZED, with the advice to restore a backup
+    monkeypatch.undo()
+    try:
+        assert grown
+        assert store.count() == 4001
+        assert store.map_size() > SMALL_MAP
+        if not readonly:
+            store.record("after.example", RecentEntry(T0, Method.FETCH, Outcome.OK_CONTACT, 200))
+            store.flush()
+            assert store.count() == 4002
+    finally:
+        store.close()
+
+
+def _concurrent_opens() -> Any:
+    spec = importlib.util.spec_from_file_location("concurrent_opens", ROOT / "benchmarks" / "concurrent_opens.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_many_processes_open_a_growing_store_while_being_killed(tmp_path: Path) -> None:
+    """Four workers, 64 KiB maps that keep growing, one SIGKILL every 0.3 s: every open succeeds."""
+    result = _concurrent_opens().run(
+        str(tmp_path / "stores"), opens=20, workers=4, map_size=SMALL_MAP, outcomes=120, kill_every=0.3
+    )
+    assert result["opens"] >= 20, result
+    assert result["failed"] == 0 and result["use_errors"] == 0, result
+    assert result["signals"] == 0, result
+    assert result["killed"] >= 1, result
