@@ -48,6 +48,7 @@ import logging
 import os
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -100,6 +101,11 @@ MAX_RETRIES = 8
 MAX_KEY = 500
 #: Records this process remembers (bytes + decoded) to skip decoding them again.
 KNOWN_RECORDS = 4096
+#: A backlog left by failed writes (a full disk) is written FLUSH_SLICE domains per
+#: transaction, for at most FLUSH_BUDGET seconds per flush call (then the next call goes on),
+#: so that no call blocks the reactor for long; a backlog of up to two slices is one transaction.
+FLUSH_SLICE = 500
+FLUSH_BUDGET = 0.04
 
 
 def _lru_key(last_seen: float, key: bytes) -> bytes:
@@ -371,10 +377,14 @@ class LmdbStore(DomainStore):
         #: and, at a flush, what the view's bytes are spliced onto (_write_batch).
         self._known: dict[str, _Known] = {}
         self._known_max = max(KNOWN_RECORDS, 2 * self.config.flush_size)
+        #: The memo's size at which it may be trimmed next (see _trim_known).
+        self._next_trim = 0
         self._warned_key = False
         #: After a failed write (full disk...), flushes wait: 1 s, doubling to 30 s.
         self.breaker = CircuitBreaker(1, self.breaker_seconds, max_cooldown=self.breaker_max_seconds)
         self._outage = False
+        #: A backlog of failed writes is being written (in slices, see FLUSH_SLICE).
+        self._draining = False
         self._auto_flush = False
         #: Failed writes; flushes skipped while the breaker was open.
         self.errors = 0
@@ -582,12 +592,34 @@ class LmdbStore(DomainStore):
         known = self._known
         known.pop(domain, None)
         known[domain] = (raw, stat, lru, layout)
-        if len(known) > self._known_max:
-            # Forget the oldest quarter, keeping the bases of pending views.
-            view = self._view
-            drop = [d for d in itertools.islice(known, len(known) // 4) if d not in view]
-            for d in drop:
-                del known[d]
+        # The bases of pending views are kept whatever their number (a flush needs them), so
+        # only the others count against the bound; trimmed a quarter at a time (amortized O(1)).
+        if len(known) > self._known_max + len(self._view) and len(known) >= self._next_trim:
+            self._trim_known()
+            self._next_trim = len(known) + self._known_max // 4
+
+    def _trim_known(self) -> None:
+        """Forget the oldest remembered records that are no pending view's base.
+
+        Down to three quarters of the bound (plus the views' bases): a trim runs once per
+        quarter of the bound of new records at most, never per call. A view's base met on the way is
+        moved to the back, so the next trim does not walk over it again, and one trim looks at
+        ``_known_max`` entries at most (the next call goes on): every entry is looked at O(1)
+        times per insertion and no call walks the whole memo, whatever the number of buffered
+        views (a full disk buffers up to ``max_buffered`` of them).
+        """
+        known, view = self._known, self._view
+        excess = len(known) - (self._known_max * 3 // 4 + len(view))
+        drop: list[str] = []
+        keep: list[str] = []
+        for domain in known:  # one pass, oldest first, over at most _known_max entries
+            if len(drop) >= excess or len(drop) + len(keep) >= self._known_max:
+                break
+            (keep if domain in view else drop).append(domain)
+        for domain in drop:
+            del known[domain]
+        for domain in keep:
+            known[domain] = known.pop(domain)
 
     def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         """The decision from the record's header only (no full decode).
@@ -730,7 +762,7 @@ class LmdbStore(DomainStore):
             )
         breaker.started()
         try:
-            n = self._flush_now()
+            n = self._flush_now(budgeted=self._draining and not force)
         except WriteFailed as exc:
             self._write_failed(exc)
             if self._auto_flush:
@@ -750,6 +782,7 @@ class LmdbStore(DomainStore):
 
     def _write_failed(self, exc: StoreError) -> None:
         self.errors += 1
+        self._draining = True
         self.breaker.failure(hard=True)
         if self._n_pending > self.max_buffered:
             self._trim_buffer()
@@ -769,13 +802,39 @@ class LmdbStore(DomainStore):
         else:
             logger.debug("domainstate: %s still failing: %s", self.describe(), exc)
 
-    def _flush_now(self) -> int:
+    def _flush_now(self, budgeted: bool = False) -> int:
         if self._url_pending and not self._pending:
             urls = dict(self._url_pending)
             self._write(lambda txn, sh: self._put_urls(txn, sh, urls))
             self._forget_written_urls(urls)
             return 0
-        return super().flush()
+        if not budgeted or len(self._pending) <= 2 * FLUSH_SLICE:
+            n = super().flush()
+        else:
+            deadline = time.monotonic() + FLUSH_BUDGET
+            n = 0
+            while self._pending:
+                n += self._flush_slice()
+                if time.monotonic() >= deadline:
+                    break
+        if not self._pending:
+            self._draining = False
+        return n
+
+    def _flush_slice(self) -> int:
+        """Write the FLUSH_SLICE first-buffered domains' outcomes in one transaction."""
+        pending = self._pending
+        if len(pending) <= FLUSH_SLICE:
+            return super().flush()
+        batch = dict(itertools.islice(pending.items(), FLUSH_SLICE))
+        self._write_batch(batch)  # raises: nothing changed, everything stays buffered
+        n = 0
+        for domain, entries in batch.items():
+            del pending[domain]
+            self._view.pop(domain, None)
+            n += len(entries)
+        self._n_pending -= n
+        return n
 
     def _forget_written_urls(self, urls: dict[str, float]) -> None:
         for fp, until in urls.items():
