@@ -72,6 +72,7 @@ from ..record import (
     kept_entries,
     layout_of,
 )
+from . import _lmdbcheck
 from .base import DomainStore, StoreError, apply_entries
 
 __all__ = ["LmdbStore"]
@@ -158,6 +159,8 @@ os.register_at_fork(after_in_child=_PROC.after_fork_in_child)
 
 #: py-lmdb errors that mean the file itself is damaged (the advice: move it away or restore it).
 _DAMAGED = (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError, lmdb.PageNotFoundError)
+#: Errors of a transaction that met a damaged page (BAD_TXN: an earlier one in it did).
+_READ_DAMAGED = (*_DAMAGED, lmdb.BadTxnError)
 #: Errors of a busy environment, not a damaged one: another process grew the map, the reader
 #: table is full of dead processes' slots. An open adopts the new size (or frees the slots) and
 #: tries again.
@@ -184,6 +187,7 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
         os.makedirs(path, exist_ok=True)
     elif not os.path.exists(os.path.join(path, "data.mdb")):
         raise StoreError(f"no domainstate database at {path}")
+    _wait_for_data(path)
     last: lmdb.Error | None = None
     for _ in range(MAX_RETRIES + 1):
         try:
@@ -203,10 +207,18 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
         shared.env, shared.readonly = env, readonly
         shared.records, shared.lru, shared.urls = dbs
         return
+    _refuse_if_damaged(path, last)
     raise StoreError(
         f"cannot open the LMDB environment at {path}: still busy after {MAX_RETRIES} retries ({last}); "
         "other processes keep growing its map, try again"
     )
+
+
+def _refuse_if_damaged(path: str, exc: BaseException | None) -> None:
+    """After LMDB failed to open ``path``: the damage message if its meta pages do not add up."""
+    what = _lmdbcheck.diagnose(os.path.join(path, "data.mdb"))
+    if what is not None:
+        raise StoreError(_damaged(path, f"{what}; LMDB said: {exc}")) from exc
 
 
 def _lmdb_open(path: str, map_size: int, readonly: bool) -> Any:
@@ -227,8 +239,10 @@ def _lmdb_open(path: str, map_size: int, readonly: bool) -> Any:
     except _BUSY:
         raise
     except _DAMAGED as exc:
+        _refuse_if_damaged(path, exc)
         raise StoreError(f"cannot open the LMDB environment at {path}: {exc}. {_damaged_advice(path)}") from exc
     except lmdb.Error as exc:
+        _refuse_if_damaged(path, exc)
         raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
 
 
@@ -244,8 +258,10 @@ def _prepare(env: Any, path: str, map_size: int, readonly: bool) -> list[Any]:
     except _BUSY:
         raise
     except lmdb.Error as exc:
+        _refuse_if_damaged(path, exc)
         raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
     _check_size(env, path)
+    _check_structure(env, path)
     try:
         if readonly:
             # Not in a `with env.begin()` block: a read transaction is aborted at its
@@ -261,6 +277,64 @@ def _prepare(env: Any, path: str, map_size: int, readonly: bool) -> list[Any]:
         raise StoreError(f"cannot open the LMDB environment at {path}: {exc}. {_damaged_advice(path)}") from exc
     except lmdb.Error as exc:
         raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
+
+
+def _damaged(path: str, what: object) -> str:
+    """The message for a damaged data file: which file, what is wrong, the fix."""
+    return (
+        f"the LMDB data file {os.path.join(path, 'data.mdb')} is damaged ({what}): "
+        f"move the directory away ({path}; the store then starts empty) or restore it from a backup"
+    )
+
+
+def _check_structure(env: Any, path: str) -> None:
+    """Refuse a data file whose meta pages or B-tree page headers do not add up.
+
+    LMDB asserts (SIGABRT) on some such damage at the first write or in a cursor walk; see
+    :mod:`._lmdbcheck`. Checked under a read transaction, so that the pages of its snapshot
+    are not reused by another process's commits meanwhile.
+    """
+    data = os.path.join(path, "data.mdb")
+    for _ in range(MAX_RETRIES):
+        txn = env.begin()
+        try:
+            fd = os.open(data, os.O_RDONLY)
+            try:
+                meta = _lmdbcheck.check_file(fd, os.fstat(fd).st_size, txn.id())
+                _lmdbcheck.check_tree(fd, meta, (_RECORDS, _LRU, _URLS))
+                return
+            except LookupError:  # two commits since the snapshot began: its meta page was reused
+                continue
+            finally:
+                os.close(fd)
+        except _lmdbcheck.Damaged as exc:
+            raise StoreError(_damaged(path, exc)) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot check the LMDB data file {data}: {exc}") from exc
+        finally:
+            txn.abort()
+
+
+def _wait_for_data(path: str) -> None:
+    """Refuse an empty ``data.mdb``: LMDB would silently start a new store over it.
+
+    LMDB writes the meta pages of a new file as soon as it creates it (under its lock), so a
+    zero-byte file that stays empty for a second is a damaged store, not one being created.
+    """
+    data = os.path.join(path, "data.mdb")
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            size = os.stat(data).st_size
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot check the LMDB data file {data}: {exc}") from exc
+        if size:
+            return
+        if time.monotonic() >= deadline:
+            raise StoreError(_damaged(path, "it is empty: 0 bytes, no meta pages"))
+        time.sleep(0.02)
 
 
 def _check_size(env: Any, path: str) -> None:
@@ -472,6 +546,8 @@ class LmdbStore(DomainStore):
                     return fn(txn, shared)
             except (lmdb.MapResizedError, lmdb.ReadersFullError) as exc:
                 self._recover(shared, exc)
+            except _READ_DAMAGED as exc:
+                raise StoreError(f"{self.describe()}: {_damaged(shared.path, exc)}") from exc
             except lmdb.Error as exc:
                 raise StoreError(f"{self.describe()}: {exc}") from exc
         raise StoreError(f"{self.describe()}: read failed after {MAX_RETRIES} retries")
@@ -518,6 +594,8 @@ class LmdbStore(DomainStore):
                 if retries > MAX_RETRIES:
                     raise WriteFailed(f"{self.describe()}: {exc}") from exc
                 self._recover(shared, exc)
+            except _READ_DAMAGED as exc:
+                raise WriteFailed(f"{self.describe()}: {_damaged(shared.path, exc)}") from exc
             except lmdb.Error as exc:
                 raise WriteFailed(f"{self.describe()}: {exc}") from exc
 
