@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -177,3 +178,92 @@ def test_a_full_disk_costs_the_same_per_call_and_its_backlog_is_written_in_linea
     assert big["recovery_max_written_per_call"] <= big["outcomes"] // 4, big
     # Linear: ten times the backlog, about ten times the time (quadratic would be 100).
     assert big["recovery_total_s"] < 30 * max(small["recovery_total_s"], 0.05), runs
+
+
+# ---------------------------------------------------- 2. flipped bits, an empty file
+
+
+def _fuzz() -> Any:
+    spec = importlib.util.spec_from_file_location("bitflip_fuzz", ROOT / "benchmarks" / "bitflip_fuzz.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FREE_FLAGS_AT = 16 + 24 + 4  # a meta page: header, magic..mapsize, then the free record's pad
+DUPSORT = 0x04
+
+
+def _newest_meta(data: Path) -> int:
+    raw = data.read_bytes()
+    txnids = [int.from_bytes(raw[page * 4096 + 16 + 128 : page * 4096 + 16 + 136], "little") for page in (0, 1)]
+    return 0 if txnids[0] > txnids[1] else 1
+
+
+@pytest.mark.slow
+def test_flipped_bits_in_meta_pages_and_page_headers_are_refused_or_read_correctly(tmp_path: Path) -> None:
+    """benchmarks/bitflip_fuzz.py on a sample (it flips every bit without --sample), plus the flips
+    the attack found: the free database's DUPSORT flag (SIGABRT at the first write before the fix)
+    and flags, bounds and numbers of leaf and branch page headers."""
+    fuzz = _fuzz()
+    template = str(tmp_path / "template")
+    size = fuzz.build(template, 300)
+    newest = _newest_meta(Path(template) / "data.mdb")
+    known = [(newest * 4096 + FREE_FLAGS_AT, 2)]  # DUPSORT (0x04) of the free database's flags
+    pages = size // 4096
+    known += [(page * 4096 + at, bit) for page in range(2, pages) for at, bit in ((10, 4), (12, 3), (14, 2), (1, 0))]
+    meta, headers = fuzz.all_flips(size)
+    rng = random.Random(22)
+    flips = known + rng.sample(meta, 60) + rng.sample(headers, 60)
+    results = fuzz.run_flips(template, flips, str(tmp_path / "work"))
+    assert len(results) == len(flips)
+    signals = [r for r in results if r[2].startswith("signal")]
+    wrong = [r for r in results if r[2].startswith("wrong")]
+    assert not signals, signals
+    assert not wrong, wrong
+    assert results[0][2] == "refused", results[0]  # the DUPSORT flip
+
+
+def _stores_child(path: Path, mode: str) -> dict[str, Any]:
+    from tests.stores.test_lmdb_failures import _open_in_child
+
+    return _open_in_child(path, mode)
+
+
+@pytest.mark.parametrize("mode", ["rw", "ro"])
+def test_a_zero_byte_data_file_is_refused_never_opened_as_a_new_store(tmp_path: Path, mode: str) -> None:
+    db = tmp_path / "db"
+    db.mkdir()
+    (db / "data.mdb").write_bytes(b"")
+    answer = _stores_child(db, mode)
+    assert "error" in answer, answer
+    assert str(db / "data.mdb") in answer["error"] and "empty" in answer["error"], answer
+    assert "restore it from a backup" in answer["error"], answer
+    assert (db / "data.mdb").stat().st_size == 0  # left as it was for the operator
+
+
+def test_the_command_names_the_damaged_file_and_the_fix_never_a_raw_lmdb_error(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    store = small_store(db)
+    store.open()
+    for i in range(200):
+        store.record(f"d{i}.example", RecentEntry(T0 + i, Method.FETCH, Outcome.OK_CONTACT, 200))
+    store.close()
+    data = db / "data.mdb"
+    raw = bytearray(data.read_bytes())
+    raw[_newest_meta(data) * 4096 + FREE_FLAGS_AT] ^= DUPSORT
+    data.write_bytes(bytes(raw))
+    for args in (("stats",), ("show", "d1.example")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "scrapy", "domainstate", *args, "-s", f"DOMAINSTATE_LMDB_PATH={db}"],
+            cwd=tmp_path,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+        assert str(data) in proc.stderr and "restore it from a backup" in proc.stderr, proc.stderr[-2000:]
+        assert "MDB_" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
