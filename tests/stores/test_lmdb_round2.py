@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import random
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_twisted
 
 from scrapy_domainstate.config import Config
 from scrapy_domainstate.record import Method, Outcome, RecentEntry
@@ -267,3 +269,29 @@ def test_the_command_names_the_damaged_file_and_the_fix_never_a_raw_lmdb_error(t
         assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
         assert str(data) in proc.stderr and "restore it from a backup" in proc.stderr, proc.stderr[-2000:]
         assert "MDB_" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_on_a_store_with_400_flipped_bytes_stops_at_start_with_one_error(
+    sites: Any, crawl_settings: dict[str, Any], run_crawl: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = Path(crawl_settings["DOMAINSTATE_LMDB_PATH"])
+    store = small_store(db)
+    store.open()
+    for i in range(3000):
+        store.record(f"d{i}.example", RecentEntry(T0 + i, Method.FETCH, Outcome.OK_CONTACT, 200))
+    store.close()
+    data = db / "data.mdb"
+    raw = bytearray(data.read_bytes())
+    rng = random.Random(400)
+    for _ in range(400):
+        raw[rng.randrange(8192, len(raw))] ^= 1 << rng.randrange(8)
+    data.write_bytes(bytes(raw))
+    settings = {**crawl_settings, "ADDONS": {"scrapy_domainstate.Addon": 0}}
+    with caplog.at_level(logging.INFO):
+        result = await run_crawl(settings, [sites.url("friendly.test")])
+    # (Scrapy's own CoreStats also logs an ERROR for a spider closed before it started.)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("scrapy_d")]
+    assert len(errors) == 1 and str(data) in errors[0] and "restore it from a backup" in errors[0], errors
+    assert sites.requests("friendly.test") == []
+    assert result.stats["finish_reason"] == "domainstate_unavailable"
