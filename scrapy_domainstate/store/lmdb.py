@@ -55,6 +55,7 @@ from typing import Any, TypeVar
 import lmdb
 
 from .._breaker import CircuitBreaker
+from .._time import FUTURE_MARGIN
 from ..config import Config
 from ..policy import Decision, Policy, Transition
 from ..record import (
@@ -469,6 +470,8 @@ class LmdbStore(DomainStore):
         #: Malformed LRU-index entries dropped; times the index was rebuilt.
         self.index_repaired = 0
         self.index_rebuilds = 0
+        #: Records stamped while the clock ran ahead, moved back to the present (see _evict).
+        self.future_clamped = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -732,8 +735,8 @@ class LmdbStore(DomainStore):
             state, expires, changed_at, probed_at, browser = decode_decision(raw)
         except RecordError:
             return super().decide(domain, now)
-        if expires is not None and now >= expires:
-            return super().decide(domain, now)
+        if (expires is not None and now >= expires) or changed_at > now + FUTURE_MARGIN:
+            return super().decide(domain, now)  # expired, or stamped by a clock that ran ahead
         return policy.decide_state(state, probed_at, changed_at, browser), state, expires
 
     def _decide_slow(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
@@ -933,6 +936,10 @@ class LmdbStore(DomainStore):
         # In key order: neighbouring records share B-tree pages, so a batch touches (and
         # copies on write) fewer pages than in arrival order.
         keyed = sorted((key, domain) for domain in batch if (key := self._key(domain)) is not None)
+        # The writer's clock: records stamped well past its newest outcome are clamped to its
+        # oldest one (as old as this batch, so that the domains it learns sort after them).
+        times = [e.at for entries in batch.values() for e in entries]
+        now = (min(times), max(times)) if times else None
         corrupt: list[tuple[str, RecordError]] = []
         written: list[tuple[str, bytes, DomainStat, bytes, Layout | None]] = []
 
@@ -963,7 +970,7 @@ class LmdbStore(DomainStore):
                 out[domain] = new
                 written.append((domain, data, new, new_lru, new_layout))
             self._move_lru(txn, sh, lru_moves)
-            evicted = self._evict(txn, sh)
+            evicted = self._evict(txn, sh, now)
             self._put_urls(txn, sh, urls)
             return out, evicted
 
@@ -1017,8 +1024,13 @@ class LmdbStore(DomainStore):
         for _, new_lru in sorted(moves, key=lambda m: m[1]):
             txn.put(new_lru, b"", db=lru)
 
-    def _evict(self, txn: Any, sh: _Shared) -> int:
+    def _evict(self, txn: Any, sh: _Shared, now: tuple[float, float] | None = None) -> int:
         """Drop the least recently seen records while there are too many.
+
+        With ``now`` (a batch's oldest and newest outcomes), records seen "later" than the
+        newest plus FUTURE_MARGIN (stamped while the clock ran ahead) are first moved back to
+        the oldest (:meth:`_clamp_future`): otherwise they would sort as the most recent until the
+        clock caught up, and every domain learned meanwhile would be evicted before them.
 
         A malformed index entry (not 8 bytes + a storable key) is dropped; when one is
         found, or the index runs out before enough records were evicted (records without
@@ -1030,6 +1042,8 @@ class LmdbStore(DomainStore):
             return 0
         evicted = 0
         rebuilt = False
+        if now is not None:
+            self._clamp_future(txn, sh, *now)
         if txn.stat(sh.lru)["entries"] < n:  # records without an entry: it would evict the wrong ones
             rebuilt = self._rebuild_index(txn, sh)
         cur = txn.cursor(db=sh.lru)
@@ -1063,6 +1077,39 @@ class LmdbStore(DomainStore):
             extra -= 1
             evicted += 1
         return evicted
+
+    #: Records moved back from the future per transaction (the rest in the next ones).
+    max_clamped = 10 * CHUNK
+
+    def _clamp_future(self, txn: Any, sh: _Shared, now: float, latest: float) -> int:
+        """Rewrite the records whose ``last_seen`` is past ``latest`` + FUTURE_MARGIN with
+        ``last_seen = now`` (and their LRU entries); they sort last, so this walks back from
+        the index's end. Returns how many."""
+        limit = _lru_key(latest + FUTURE_MARGIN, b"")
+        cur = txn.cursor(db=sh.lru)
+        future: list[bytes] = []
+        ok = cur.last()
+        while ok and cur.key()[:8] > limit and len(future) < self.max_clamped:
+            future.append(cur.key())
+            ok = cur.prev()
+        clamped = 0
+        for lru_key in future:
+            key = lru_key[8:]
+            raw = txn.get(key, db=sh.records)
+            try:
+                stat = decode(raw) if raw is not None else None
+            except RecordError:
+                continue  # garbage: evicted first anyway once its index entry is rebuilt
+            txn.delete(lru_key, db=sh.lru)
+            if stat is None or _lru_key(stat.last_seen, key) != lru_key:
+                continue  # a stale entry
+            stat.last_seen = now
+            stat.first_seen = min(stat.first_seen, now)
+            txn.put(key, encode(stat), db=sh.records)
+            txn.put(_lru_key(now, key), b"", db=sh.lru)
+            clamped += 1
+        self.future_clamped += clamped
+        return clamped
 
     def _rebuild_index(self, txn: Any, sh: _Shared) -> bool:
         """Rewrite the LRU index from the records (corrupt ones sort first). ``False`` when

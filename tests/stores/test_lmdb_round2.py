@@ -295,3 +295,30 @@ async def test_a_crawl_on_a_store_with_400_flipped_bytes_stops_at_start_with_one
     assert len(errors) == 1 and str(data) in errors[0] and "restore it from a backup" in errors[0], errors
     assert sites.requests("friendly.test") == []
     assert result.stats["finish_reason"] == "domainstate_unavailable"
+
+
+# ------------------------------------------- 6. records stamped by a clock that ran ahead
+
+
+def test_records_stamped_while_the_clock_ran_ahead_are_evicted_in_turn(tmp_path: Path) -> None:
+    """At the cap, 1,000 domains learned while the clock was 2 days ahead, then 1,000 after it
+    was set back: before the fix none of the later ones survived (the LRU orders by last_seen)."""
+    store = LmdbStore(Config(lmdb_path=str(tmp_path / "db"), max_domains=1000, flush_size=100, flush_interval=1e9))
+    store.open()
+    try:
+        ahead = T0 + 2 * 86400
+        for i in range(1000):
+            store.record(f"ahead{i}.example", RecentEntry(ahead + i, Method.FETCH, Outcome.OK_CONTACT, 200))
+        store.flush()
+        for i in range(1000):
+            store.record(f"after{i}.example", RecentEntry(T0 + i, Method.FETCH, Outcome.OK_CONTACT, 200))
+        store.flush()
+        survivors = {s.domain for s in store.iter_records()}
+        assert store.count() == 1000 and store.lru_count() == 1000
+        learned_after = sum(1 for d in survivors if d.startswith("after"))
+        assert learned_after >= 990, learned_after
+        assert store.future_clamped >= 1
+        # The clamped records are sane again: seen no later than the outcomes of their batch.
+        assert all(s.last_seen <= T0 + 1000 for s in store.iter_records())
+    finally:
+        store.close()
