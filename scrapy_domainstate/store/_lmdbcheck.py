@@ -137,7 +137,7 @@ def check_file(fd: int, size: int, txnid: int) -> Meta:
     psize = current.psize
     if current.last_pg < 1 or (current.last_pg + 1) * psize > size:
         raise Damaged(f"the last commit uses {current.last_pg + 1} pages of {psize} bytes, the file has {size:,} bytes")
-    if current.mapsize % psize or current.mapsize < (current.last_pg + 1) * psize or current.mapsize >= 1 << 48:
+    if current.mapsize % psize or current.mapsize < (current.last_pg + 1) * psize or current.mapsize >= 1 << 46:
         raise Damaged(f"the map size {current.mapsize} does not fit the data")
     _check_db("free", current.free, current.last_pg, FREE_FLAGS, pad=None)
     _check_db("main", current.main, current.last_pg, 0)
@@ -185,8 +185,10 @@ class _Walk:
             raise Damaged(f"page {pgno} is cut short")
         return page
 
-    def nodes(self, page: bytes, pgno: int, flags: int, name: str) -> list[int]:
-        """The offsets of the page's nodes, after checking its header."""
+    def nodes(self, page: bytes, pgno: int, flags: int, name: str, tile: bool = True) -> list[int]:
+        """The offsets of the page's nodes, after checking its header (and, with ``tile``, that
+        the nodes fill the page exactly: a node-by-node walk, skipped for the leaves of big
+        databases, whose headers and entry counts are checked)."""
         number, _, got, lower, upper = HEADER.unpack_from(page)
         if number != pgno or got != flags:
             raise Damaged(f"page {pgno} of the {name} database has number {number} and flags {got:#x}")
@@ -198,6 +200,8 @@ class _Walk:
         offsets = struct.unpack_from(f"<{count}H", page, HEADER.size)
         if min(offsets) < upper or max(offsets) + NODE.size > self.psize:
             raise Damaged(f"page {pgno} of the {name} database has a node outside its bounds")
+        if not tile:
+            return list(offsets)
         # LMDB keeps the nodes packed from `upper` to the page's end: they tile it exactly.
         end = upper
         leaf = flags == P_LEAF
@@ -262,7 +266,7 @@ class _Walk:
             below: list[int] = []
             for pgno in level:
                 page = self.page(pgno, name)
-                offsets = self.nodes(page, pgno, flags, name)
+                offsets = self.nodes(page, pgno, flags, name, tile=flags == P_BRANCH or leaves or bool(db.overflow))
                 counts[flags] += 1
                 if flags == P_LEAF:
                     entries += len(offsets)
