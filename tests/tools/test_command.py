@@ -299,12 +299,7 @@ def test_show(work: Path, db: Path) -> None:
 
     unseen = json.loads(ok(unseen_proc).stdout)
     assert unseen["key"] == "never-seen.example"
-    assert (unseen["found"], unseen["record"], unseen["state"], unseen["decision"]) == (
-        False,
-        None,
-        "unknown",
-        "fetch-then-browser",
-    )
+    assert (unseen["found"], unseen["record"], unseen["state"], unseen["decision"]) == (False, None, "unknown", "fetch-then-browser")
 
     assert hostless.returncode == 2
     assert "no usable host name" in hostless.stderr
