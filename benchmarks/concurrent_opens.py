@@ -2,8 +2,8 @@
 """Opens of one LMDB store while other processes grow its map and get killed (issue 22, break 1).
 
 ``--workers`` processes share one store created with a tiny map (``--map-size``, 64 KiB):
-each opens it (read-write, or read-only one time in three, as ``scrapy domainstate stats``
-does), records ``--outcomes`` outcomes over new domains (which keeps the map growing) or
+each opens it (read-write, or read-only one time in three once it wrote to it, as
+``scrapy domainstate stats`` does on a live store), records ``--outcomes`` outcomes over new domains (which keeps the map growing) or
 walks the records, closes it, and starts again. Every ``--kill-every`` seconds one random
 worker is killed with SIGKILL and replaced. A new store is started every four kills, so the maps keep growing. The run ends after ``--opens`` opens and prints
 how many failed, with the first failures' messages. The target is 0.
@@ -37,11 +37,12 @@ from scrapy_domainstate.store.lmdb import LmdbStore
 ctl, map_size, outcomes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 out = os.fdopen(1, "w", buffering=1)
 i = 0
+written = set()  # stores this worker wrote to: a read-only open of one not created yet is refused
 while True:
     i += 1
     with open(ctl) as fh:
         path = fh.read()
-    readonly = i % 3 == 0 and os.path.exists(os.path.join(path, "data.mdb"))
+    readonly = i % 3 == 0 and path in written
     store = LmdbStore(Config(lmdb_path=path, lmdb_map_size=map_size, flush_interval=1e9, flush_size=50),
                       readonly=readonly)
     try:
@@ -54,6 +55,7 @@ while True:
         if readonly:
             sum(1 for _ in store.iter_records())
         else:
+            written.add(path)
             for k in range(outcomes):
                 store.record(f"p{os.getpid()}-{i}-{k}.example",
                              RecentEntry(1.7e9 + k, Method.FETCH, Outcome.OK_CONTACT, 200))
