@@ -97,7 +97,9 @@ class Fleet:
             self.procs.append((proc, log))
 
     def kill_one(self, rng: random.Random) -> None:
-        live = self.live()
+        # Only workers past their first open: on a busy machine an interpreter's start can take
+        # longer than the kill interval, and killing those would stop the run from progressing.
+        live = [p for p, log in self.procs if p.poll() is None and log.stat().st_size]
         if live:
             rng.choice(live).send_signal(signal.SIGKILL)
             self.killed += 1
