@@ -9,12 +9,27 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["DAY", "DEFAULT_TTL_WORDS", "HOUR", "MINUTE", "NO_EXPIRY", "UNITS", "WEEK", "parse_duration", "parse_ttl"]
+__all__ = [
+    "DAY",
+    "DEFAULT_TTL_WORDS",
+    "FUTURE_MARGIN",
+    "HOUR",
+    "MINUTE",
+    "NO_EXPIRY",
+    "UNITS",
+    "WEEK",
+    "parse_duration",
+    "parse_ttl",
+]
 
 MINUTE = 60.0
 HOUR = 3600.0
 DAY = 86400.0
 WEEK = 7 * DAY
+#: A stamp more than this ahead of ``now`` was made by a clock that ran ahead (and was set back
+#: since): the record is judged as if it had been stamped ``now`` (eviction, TTLs, the dead
+#: rule's "later visit"). The shared-state service refuses such stamps with the same margin.
+FUTURE_MARGIN = 5 * MINUTE
 
 #: Unit suffix -> seconds.
 UNITS: dict[str, float] = {"s": 1.0, "m": MINUTE, "h": HOUR, "d": DAY, "w": WEEK}

@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from ._time import FUTURE_MARGIN
 from .config import Config
 from .record import FETCHED, DomainStat, Method, Outcome, RecentEntry, State
 
@@ -200,16 +201,51 @@ class Policy:
         return stat.state_expires_at is not None and now >= stat.state_expires_at
 
     def current(self, stat: DomainStat | None, domain: str, now: float) -> DomainStat:
-        """The record as it stands at ``now``: new if missing, lazily expired.
+        """The record as it stands at ``now``: new if missing, lazily expired, its future
+        stamps brought back to ``now`` (see :meth:`_rebase_future`).
 
         Returns ``stat`` itself when nothing changes, a modified copy otherwise.
         """
         if stat is None:
             return self.new(domain, now)
+        if stat.state_changed_at > now + FUTURE_MARGIN or stat.last_seen > now + FUTURE_MARGIN:
+            stat = stat.copy()
+            self._rebase_future(stat, now)
         if self.is_expired(stat, now):
             stat = stat.copy()
             self._expire(stat, now)
         return stat
+
+    def _rebase_future(self, stat: DomainStat, now: float) -> None:
+        """Bring stamps made while the clock ran ahead (more than FUTURE_MARGIN past ``now``)
+        back to ``now``.
+
+        Such a record would otherwise hold its state for the jump on top of its TTL and sort
+        as the most recently seen until the clock caught up. A skip verdict (dead, cold) made
+        on those stamps is not trusted: it expires now, so the domain is checked again; a
+        dead verdict *confirmed* on them (a "later visit" that may have been seconds later,
+        across the jump) counts as one visit again. Other states keep their TTL's length,
+        from ``now``.
+        """
+        limit = now + FUTURE_MARGIN
+        if stat.last_seen > limit:
+            stat.last_seen = now
+        if stat.first_seen > limit:
+            stat.first_seen = now
+        if stat.probed_at > limit:
+            stat.probed_at = now
+        if stat.browser_since > limit:
+            stat.browser_since = now
+        if stat.dead_at > limit:
+            stat.dead_at = now
+            if stat.dead_visits >= 2:
+                stat.dead_visits -= 1
+        if stat.state_changed_at > limit:
+            if stat.state in _HOST_SKIP:
+                stat.state_expires_at = now
+            elif stat.state_expires_at is not None:
+                stat.state_expires_at = now + max(0.0, stat.state_expires_at - stat.state_changed_at)
+            stat.state_changed_at = now
 
     def _expire(self, stat: DomainStat, now: float) -> None:
         # A record can sit unread through several TTLs (antibot-hard -> soft ->
@@ -272,16 +308,21 @@ class Policy:
         """What to do with a request for this domain at ``now``."""
         if stat is None:
             return Decision.PROBE if self.config.head_probe else Decision.FETCH_THEN_BROWSER
-        if self.is_expired(stat, now):
+        if self.is_expired(stat, now) or stat.state_changed_at > now + FUTURE_MARGIN:
             stat = self.current(stat, stat.domain, now)
         return self.decide_state(stat.state, stat.probed_at, stat.state_changed_at, bool(stat.browser_since))
 
     # ------------------------------------------------------------ outcomes
 
-    def observe(self, stat: DomainStat | None, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
+    def observe(
+        self, stat: DomainStat | None, domain: str, entry: RecentEntry, rebase: bool = True
+    ) -> tuple[DomainStat, Transition | None]:
         """Apply one observation; returns the new record and the transition, if any.
 
-        Never mutates ``stat``.
+        Never mutates ``stat``. ``rebase``: ``entry`` is fresh (its time is the clock's now),
+        so the record's stamps past it are brought back (:meth:`_rebase_future`); a store
+        re-applying buffered entries, which may be older than what another process wrote
+        meanwhile, passes False.
         """
         # The hot path of every download: current() and _transition() inlined, the
         # common checks done here before any call (same rules, same order).
@@ -292,6 +333,8 @@ class Policy:
         else:
             start_state = stat.state
             new = stat.copy()
+            if rebase and (new.state_changed_at > now + FUTURE_MARGIN or new.last_seen > now + FUTURE_MARGIN):
+                self._rebase_future(new, now)
             expires = new.state_expires_at
             if expires is not None and now >= expires:
                 self._expire(new, now)

@@ -289,6 +289,6 @@ class DomainStore(ABC):
 def apply_entries(policy: Policy, stat: DomainStat | None, domain: str, entries: list[RecentEntry]) -> DomainStat:
     """Re-apply buffered entries to a backend record (used inside write transactions)."""
     for entry in entries:
-        stat, _ = policy.observe(stat, domain, entry)
+        stat, _ = policy.observe(stat, domain, entry, rebase=False)
     assert stat is not None
     return stat

@@ -48,12 +48,14 @@ import logging
 import os
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import lmdb
 
 from .._breaker import CircuitBreaker
+from .._time import FUTURE_MARGIN
 from ..config import Config
 from ..policy import Decision, Policy, Transition
 from ..record import (
@@ -71,6 +73,7 @@ from ..record import (
     kept_entries,
     layout_of,
 )
+from . import _lmdbcheck
 from .base import DomainStore, StoreError, apply_entries
 
 __all__ = ["LmdbStore"]
@@ -100,6 +103,11 @@ MAX_RETRIES = 8
 MAX_KEY = 500
 #: Records this process remembers (bytes + decoded) to skip decoding them again.
 KNOWN_RECORDS = 4096
+#: A backlog left by failed writes (a full disk) is written FLUSH_SLICE domains per
+#: transaction, for at most FLUSH_BUDGET seconds per flush call (then the next call goes on),
+#: so that no call blocks the reactor for long; a backlog of up to two slices is one transaction.
+FLUSH_SLICE = 500
+FLUSH_BUDGET = 0.04
 
 
 def _lru_key(last_seen: float, key: bytes) -> bytes:
@@ -150,14 +158,73 @@ _PROC = _Process()
 os.register_at_fork(after_in_child=_PROC.after_fork_in_child)
 
 
+#: py-lmdb errors that mean the file itself is damaged (the advice: move it away or restore it).
+_DAMAGED = (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError, lmdb.PageNotFoundError)
+#: Errors of a transaction that met a damaged page (BAD_TXN: an earlier one in it did).
+_READ_DAMAGED = (*_DAMAGED, lmdb.BadTxnError)
+#: Errors of a busy environment, not a damaged one: another process grew the map, the reader
+#: table is full of dead processes' slots. An open adopts the new size (or frees the slots) and
+#: tries again.
+_BUSY = (lmdb.MapResizedError, lmdb.ReadersFullError)
+
+
+def _damaged_advice(path: str) -> str:
+    return (
+        f"If {os.path.join(path, 'data.mdb')} is damaged, move the directory away (the store then starts empty) "
+        "or restore it from a backup"
+    )
+
+
 def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
+    """Open the environment and its three databases, retrying while other processes grow the map.
+
+    Every step touches the shared meta pages, and each may find that another process committed
+    a larger map meanwhile (``MDB_MAP_RESIZED``) or that the reader table is full of dead
+    processes' slots: the whole open is retried then (at most ``MAX_RETRIES`` times), like any
+    other transaction. A damaged file is refused with the fix; a busy one never gets that advice.
+    """
     path = shared.path
     if not readonly:
         os.makedirs(path, exist_ok=True)
     elif not os.path.exists(os.path.join(path, "data.mdb")):
         raise StoreError(f"no domainstate database at {path}")
+    _wait_for_data(path)
+    last: lmdb.Error | None = None
+    for _ in range(MAX_RETRIES + 1):
+        try:
+            env = _lmdb_open(path, map_size, readonly)
+        except _BUSY as exc:  # py-lmdb opens the main database in a transaction of its own
+            last = exc
+            continue
+        try:
+            dbs = _prepare(env, path, map_size, readonly)
+        except _BUSY as exc:
+            env.close()
+            last = exc
+            continue
+        except BaseException:
+            env.close()
+            raise
+        shared.env, shared.readonly = env, readonly
+        shared.records, shared.lru, shared.urls = dbs
+        return
+    _refuse_if_damaged(path, last)
+    raise StoreError(
+        f"cannot open the LMDB environment at {path}: still busy after {MAX_RETRIES} retries ({last}); "
+        "other processes keep growing its map, try again"
+    )
+
+
+def _refuse_if_damaged(path: str, exc: BaseException | None) -> None:
+    """After LMDB failed to open ``path``: the damage message if its meta pages do not add up."""
+    what = _lmdbcheck.diagnose(os.path.join(path, "data.mdb"))
+    if what is not None:
+        raise StoreError(_damaged(path, f"{what}; LMDB said: {exc}")) from exc
+
+
+def _lmdb_open(path: str, map_size: int, readonly: bool) -> Any:
     try:
-        env = lmdb.open(
+        return lmdb.open(
             path,
             map_size=map_size,
             subdir=True,
@@ -170,16 +237,18 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
             max_dbs=4,
             create=not readonly,
         )
-    except lmdb.Error as exc:
-        raise StoreError(
-            f"cannot open the LMDB environment at {path}: {exc}. If {os.path.join(path, 'data.mdb')} is damaged, "
-            "move the directory away (the store then starts empty) or restore it from a backup"
-        ) from exc
-    try:
-        _check_size(env, path)
-    except StoreError:
-        env.close()
+    except _BUSY:
         raise
+    except _DAMAGED as exc:
+        _refuse_if_damaged(path, exc)
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}. {_damaged_advice(path)}") from exc
+    except lmdb.Error as exc:
+        _refuse_if_damaged(path, exc)
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
+
+
+def _prepare(env: Any, path: str, map_size: int, readonly: bool) -> list[Any]:
+    """Check the open environment and open its databases; raises ``_BUSY`` errors to retry."""
     try:
         # Free the reader slots of processes that died (kill -9) holding one.
         env.reader_check()
@@ -187,21 +256,86 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
         env.set_mapsize(0)
         if not readonly and env.info()["map_size"] < map_size:
             env.set_mapsize(map_size)
+    except _BUSY:
+        raise
+    except lmdb.Error as exc:
+        _refuse_if_damaged(path, exc)
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
+    _check_size(env, path)
+    _check_structure(env, path)
+    try:
         if readonly:
             # Not in a `with env.begin()` block: a read transaction is aborted at its
             # end, and the handles it opened with it.
-            dbs = [env.open_db(name, create=False) for name in (_RECORDS, _LRU, _URLS)]
-        else:
-            with env.begin(write=True) as txn:
-                dbs = [env.open_db(name, txn=txn, create=True) for name in (_RECORDS, _LRU, _URLS)]
+            return [env.open_db(name, create=False) for name in (_RECORDS, _LRU, _URLS)]
+        with env.begin(write=True) as txn:
+            return [env.open_db(name, txn=txn, create=True) for name in (_RECORDS, _LRU, _URLS)]
+    except _BUSY:
+        raise
     except lmdb.NotFoundError as exc:
-        env.close()
         raise StoreError(f"{path} is not a domainstate database (or it is still empty): {exc}") from exc
+    except _DAMAGED as exc:
+        raise StoreError(f"cannot open the LMDB environment at {path}: {exc}. {_damaged_advice(path)}") from exc
     except lmdb.Error as exc:
-        env.close()
         raise StoreError(f"cannot open the LMDB environment at {path}: {exc}") from exc
-    shared.env, shared.readonly = env, readonly
-    shared.records, shared.lru, shared.urls = dbs
+
+
+def _damaged(path: str, what: object) -> str:
+    """The message for a damaged data file: which file, what is wrong, the fix."""
+    return (
+        f"the LMDB data file {os.path.join(path, 'data.mdb')} is damaged ({what}): "
+        f"move the directory away ({path}; the store then starts empty) or restore it from a backup"
+    )
+
+
+def _check_structure(env: Any, path: str) -> None:
+    """Refuse a data file whose meta pages or B-tree page headers do not add up.
+
+    LMDB asserts (SIGABRT) on some such damage at the first write or in a cursor walk; see
+    :mod:`._lmdbcheck`. Checked under a read transaction, so that the pages of its snapshot
+    are not reused by another process's commits meanwhile.
+    """
+    data = os.path.join(path, "data.mdb")
+    for _ in range(MAX_RETRIES):
+        txn = env.begin()
+        try:
+            fd = os.open(data, os.O_RDONLY)
+            try:
+                meta = _lmdbcheck.check_file(fd, os.fstat(fd).st_size, txn.id())
+                _lmdbcheck.check_tree(fd, meta, (_RECORDS, _LRU, _URLS))
+                return
+            except LookupError:  # two commits since the snapshot began: its meta page was reused
+                continue
+            finally:
+                os.close(fd)
+        except _lmdbcheck.Damaged as exc:
+            raise StoreError(_damaged(path, exc)) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot check the LMDB data file {data}: {exc}") from exc
+        finally:
+            txn.abort()
+
+
+def _wait_for_data(path: str) -> None:
+    """Refuse an empty ``data.mdb``: LMDB would silently start a new store over it.
+
+    LMDB writes the meta pages of a new file as soon as it creates it (under its lock), so a
+    zero-byte file that stays empty for a second is a damaged store, not one being created.
+    """
+    data = os.path.join(path, "data.mdb")
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            size = os.stat(data).st_size
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot check the LMDB data file {data}: {exc}") from exc
+        if size:
+            return
+        if time.monotonic() >= deadline:
+            raise StoreError(_damaged(path, "it is empty: 0 bytes, no meta pages"))
+        time.sleep(0.02)
 
 
 def _check_size(env: Any, path: str) -> None:
@@ -209,12 +343,15 @@ def _check_size(env: Any, path: str) -> None:
 
     LMDB maps the file: reading a page past the end of a truncated file kills the
     process with SIGBUS, so the size is checked before any page is touched (the two
-    meta pages, which ``lmdb.open`` read, say how many pages the data uses).
+    meta pages, which ``lmdb.open`` read, say how many pages the data uses). The pages
+    are read before the size: a commit by another process meanwhile only grows the file.
     """
     data = os.path.join(path, "data.mdb")
     try:
-        size = os.stat(data).st_size
         needed = (int(env.info()["last_pgno"]) + 1) * int(env.stat()["psize"])
+        size = os.stat(data).st_size
+    except _BUSY:
+        raise
     except (OSError, lmdb.Error) as exc:
         raise StoreError(f"cannot check the LMDB data file {data}: {exc}") from exc
     if size < needed:
@@ -315,10 +452,14 @@ class LmdbStore(DomainStore):
         #: and, at a flush, what the view's bytes are spliced onto (_write_batch).
         self._known: dict[str, _Known] = {}
         self._known_max = max(KNOWN_RECORDS, 2 * self.config.flush_size)
+        #: The memo's size at which it may be trimmed next (see _trim_known).
+        self._next_trim = 0
         self._warned_key = False
         #: After a failed write (full disk...), flushes wait: 1 s, doubling to 30 s.
         self.breaker = CircuitBreaker(1, self.breaker_seconds, max_cooldown=self.breaker_max_seconds)
         self._outage = False
+        #: A backlog of failed writes is being written (in slices, see FLUSH_SLICE).
+        self._draining = False
         self._auto_flush = False
         #: Failed writes; flushes skipped while the breaker was open.
         self.errors = 0
@@ -329,6 +470,8 @@ class LmdbStore(DomainStore):
         #: Malformed LRU-index entries dropped; times the index was rebuilt.
         self.index_repaired = 0
         self.index_rebuilds = 0
+        #: Records stamped while the clock ran ahead, moved back to the present (see _evict).
+        self.future_clamped = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -406,6 +549,8 @@ class LmdbStore(DomainStore):
                     return fn(txn, shared)
             except (lmdb.MapResizedError, lmdb.ReadersFullError) as exc:
                 self._recover(shared, exc)
+            except _READ_DAMAGED as exc:
+                raise StoreError(f"{self.describe()}: {_damaged(shared.path, exc)}") from exc
             except lmdb.Error as exc:
                 raise StoreError(f"{self.describe()}: {exc}") from exc
         raise StoreError(f"{self.describe()}: read failed after {MAX_RETRIES} retries")
@@ -452,6 +597,8 @@ class LmdbStore(DomainStore):
                 if retries > MAX_RETRIES:
                     raise WriteFailed(f"{self.describe()}: {exc}") from exc
                 self._recover(shared, exc)
+            except _READ_DAMAGED as exc:
+                raise WriteFailed(f"{self.describe()}: {_damaged(shared.path, exc)}") from exc
             except lmdb.Error as exc:
                 raise WriteFailed(f"{self.describe()}: {exc}") from exc
 
@@ -526,12 +673,34 @@ class LmdbStore(DomainStore):
         known = self._known
         known.pop(domain, None)
         known[domain] = (raw, stat, lru, layout)
-        if len(known) > self._known_max:
-            # Forget the oldest quarter, keeping the bases of pending views.
-            view = self._view
-            drop = [d for d in itertools.islice(known, len(known) // 4) if d not in view]
-            for d in drop:
-                del known[d]
+        # The bases of pending views are kept whatever their number (a flush needs them), so
+        # only the others count against the bound; trimmed a quarter at a time (amortized O(1)).
+        if len(known) > self._known_max + len(self._view) and len(known) >= self._next_trim:
+            self._trim_known()
+            self._next_trim = len(known) + self._known_max // 4
+
+    def _trim_known(self) -> None:
+        """Forget the oldest remembered records that are no pending view's base.
+
+        Down to three quarters of the bound (plus the views' bases): a trim runs once per
+        quarter of the bound of new records at most, never per call. A view's base met on the way is
+        moved to the back, so the next trim does not walk over it again, and one trim looks at
+        ``_known_max`` entries at most (the next call goes on): every entry is looked at O(1)
+        times per insertion and no call walks the whole memo, whatever the number of buffered
+        views (a full disk buffers up to ``max_buffered`` of them).
+        """
+        known, view = self._known, self._view
+        excess = len(known) - (self._known_max * 3 // 4 + len(view))
+        drop: list[str] = []
+        keep: list[str] = []
+        for domain in known:  # one pass, oldest first, over at most _known_max entries
+            if len(drop) >= excess or len(drop) + len(keep) >= self._known_max:
+                break
+            (keep if domain in view else drop).append(domain)
+        for domain in drop:
+            del known[domain]
+        for domain in keep:
+            known[domain] = known.pop(domain)
 
     def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         """The decision from the record's header only (no full decode).
@@ -566,8 +735,8 @@ class LmdbStore(DomainStore):
             state, expires, changed_at, probed_at, browser = decode_decision(raw)
         except RecordError:
             return super().decide(domain, now)
-        if expires is not None and now >= expires:
-            return super().decide(domain, now)
+        if (expires is not None and now >= expires) or changed_at > now + FUTURE_MARGIN:
+            return super().decide(domain, now)  # expired, or stamped by a clock that ran ahead
         return policy.decide_state(state, probed_at, changed_at, browser), state, expires
 
     def _decide_slow(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
@@ -674,7 +843,7 @@ class LmdbStore(DomainStore):
             )
         breaker.started()
         try:
-            n = self._flush_now()
+            n = self._flush_now(budgeted=self._draining and not force)
         except WriteFailed as exc:
             self._write_failed(exc)
             if self._auto_flush:
@@ -694,6 +863,7 @@ class LmdbStore(DomainStore):
 
     def _write_failed(self, exc: StoreError) -> None:
         self.errors += 1
+        self._draining = True
         self.breaker.failure(hard=True)
         if self._n_pending > self.max_buffered:
             self._trim_buffer()
@@ -713,13 +883,39 @@ class LmdbStore(DomainStore):
         else:
             logger.debug("domainstate: %s still failing: %s", self.describe(), exc)
 
-    def _flush_now(self) -> int:
+    def _flush_now(self, budgeted: bool = False) -> int:
         if self._url_pending and not self._pending:
             urls = dict(self._url_pending)
             self._write(lambda txn, sh: self._put_urls(txn, sh, urls))
             self._forget_written_urls(urls)
             return 0
-        return super().flush()
+        if not budgeted or len(self._pending) <= 2 * FLUSH_SLICE:
+            n = super().flush()
+        else:
+            deadline = time.monotonic() + FLUSH_BUDGET
+            n = 0
+            while self._pending:
+                n += self._flush_slice()
+                if time.monotonic() >= deadline:
+                    break
+        if not self._pending:
+            self._draining = False
+        return n
+
+    def _flush_slice(self) -> int:
+        """Write the FLUSH_SLICE first-buffered domains' outcomes in one transaction."""
+        pending = self._pending
+        if len(pending) <= FLUSH_SLICE:
+            return super().flush()
+        batch = dict(itertools.islice(pending.items(), FLUSH_SLICE))
+        self._write_batch(batch)  # raises: nothing changed, everything stays buffered
+        n = 0
+        for domain, entries in batch.items():
+            del pending[domain]
+            self._view.pop(domain, None)
+            n += len(entries)
+        self._n_pending -= n
+        return n
 
     def _forget_written_urls(self, urls: dict[str, float]) -> None:
         for fp, until in urls.items():
@@ -740,6 +936,10 @@ class LmdbStore(DomainStore):
         # In key order: neighbouring records share B-tree pages, so a batch touches (and
         # copies on write) fewer pages than in arrival order.
         keyed = sorted((key, domain) for domain in batch if (key := self._key(domain)) is not None)
+        # The writer's clock: records stamped well past its newest outcome are clamped to its
+        # oldest one (as old as this batch, so that the domains it learns sort after them).
+        times = [e.at for entries in batch.values() for e in entries]
+        now = (min(times), max(times)) if times else None
         corrupt: list[tuple[str, RecordError]] = []
         written: list[tuple[str, bytes, DomainStat, bytes, Layout | None]] = []
 
@@ -770,7 +970,7 @@ class LmdbStore(DomainStore):
                 out[domain] = new
                 written.append((domain, data, new, new_lru, new_layout))
             self._move_lru(txn, sh, lru_moves)
-            evicted = self._evict(txn, sh)
+            evicted = self._evict(txn, sh, now)
             self._put_urls(txn, sh, urls)
             return out, evicted
 
@@ -824,8 +1024,13 @@ class LmdbStore(DomainStore):
         for _, new_lru in sorted(moves, key=lambda m: m[1]):
             txn.put(new_lru, b"", db=lru)
 
-    def _evict(self, txn: Any, sh: _Shared) -> int:
+    def _evict(self, txn: Any, sh: _Shared, now: tuple[float, float] | None = None) -> int:
         """Drop the least recently seen records while there are too many.
+
+        With ``now`` (a batch's oldest and newest outcomes), records seen "later" than the
+        newest plus FUTURE_MARGIN (stamped while the clock ran ahead) are first moved back to
+        the oldest (:meth:`_clamp_future`): otherwise they would sort as the most recent until the
+        clock caught up, and every domain learned meanwhile would be evicted before them.
 
         A malformed index entry (not 8 bytes + a storable key) is dropped; when one is
         found, or the index runs out before enough records were evicted (records without
@@ -837,6 +1042,8 @@ class LmdbStore(DomainStore):
             return 0
         evicted = 0
         rebuilt = False
+        if now is not None:
+            self._clamp_future(txn, sh, *now)
         if txn.stat(sh.lru)["entries"] < n:  # records without an entry: it would evict the wrong ones
             rebuilt = self._rebuild_index(txn, sh)
         cur = txn.cursor(db=sh.lru)
@@ -870,6 +1077,39 @@ class LmdbStore(DomainStore):
             extra -= 1
             evicted += 1
         return evicted
+
+    #: Records moved back from the future per transaction (the rest in the next ones).
+    max_clamped = 10 * CHUNK
+
+    def _clamp_future(self, txn: Any, sh: _Shared, now: float, latest: float) -> int:
+        """Rewrite the records whose ``last_seen`` is past ``latest`` + FUTURE_MARGIN with
+        ``last_seen = now`` (and their LRU entries); they sort last, so this walks back from
+        the index's end. Returns how many."""
+        limit = _lru_key(latest + FUTURE_MARGIN, b"")
+        cur = txn.cursor(db=sh.lru)
+        future: list[bytes] = []
+        ok = cur.last()
+        while ok and cur.key()[:8] > limit and len(future) < self.max_clamped:
+            future.append(cur.key())
+            ok = cur.prev()
+        clamped = 0
+        for lru_key in future:
+            key = lru_key[8:]
+            raw = txn.get(key, db=sh.records)
+            try:
+                stat = decode(raw) if raw is not None else None
+            except RecordError:
+                continue  # garbage: evicted first anyway once its index entry is rebuilt
+            txn.delete(lru_key, db=sh.lru)
+            if stat is None or _lru_key(stat.last_seen, key) != lru_key:
+                continue  # a stale entry
+            stat.last_seen = now
+            stat.first_seen = min(stat.first_seen, now)
+            txn.put(key, encode(stat), db=sh.records)
+            txn.put(_lru_key(now, key), b"", db=sh.lru)
+            clamped += 1
+        self.future_clamped += clamped
+        return clamped
 
     def _rebuild_index(self, txn: Any, sh: _Shared) -> bool:
         """Rewrite the LRU index from the records (corrupt ones sort first). ``False`` when
