@@ -3,7 +3,7 @@
 # scrapy-playwright into a virtualenv: the active one, or .venv/ in the repository, see
 # scripts/venv.sh), then crawl a simulated web of a few hundred sites on loopback three times
 # (learn, confirm, remember) and show what the last crawl saved. Usage: bash scripts/demo.sh [demo.py options]
-#   --quick        100 sites instead of 300: the same checks in about a third of the time
+#   --quick        60 sites instead of 300: the same checks in less time
 #   --sites N      population size (default 300)
 #   --no-browser   without Chromium (the plugin's no-browser mode)
 #   --keep DIR     keep the store, the logs and the items in DIR

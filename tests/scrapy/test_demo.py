@@ -245,5 +245,5 @@ def test_quick_is_a_smaller_web_with_the_same_checks() -> None:
     finally:
         del sys.modules[spec.name]
     assert module.parse_args([]).sites == 300
-    assert module.parse_args(["--quick"]).sites == module.QUICK_SITES == 100
+    assert module.parse_args(["--quick"]).sites == module.QUICK_SITES == 60
     assert module.parse_args(["--quick", "--sites", "40"]).sites == 40
