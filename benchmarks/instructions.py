@@ -4,7 +4,7 @@
 Usage::
 
     python benchmarks/instructions.py [--sizes 100 300] [--hosts 30] [--scenarios tiny real]
-                                      [--engines default pure] [--no-valgrind]
+                                      [--engines default pure] [--no-noop] [--no-valgrind]
 
 Timing a crawl on a shared machine swings by 2x from run to run; the number of
 instructions a process executes does not (two identical callgrind runs agree within
@@ -44,6 +44,7 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -84,7 +85,9 @@ def child(args: argparse.Namespace) -> None:
         def parse(self, response):  # type: ignore[no-untyped-def]
             return None
 
-    process = CrawlerProcess(overhead.crawl_settings(args, args.mode))
+    settings = overhead.crawl_settings(args, args.mode)
+    settings["DOMAINSTATE_FLUSH_INTERVAL"] = args.flush_interval
+    process = CrawlerProcess(settings)
     crawler = process.create_crawler(Bench)
     process.crawl(crawler)
     with counted():
@@ -145,7 +148,7 @@ def run_child(
     if engine != "default":
         env["DOMAINSTATE_SCAN_ENGINE"] = engine
     cmd = [sys.executable, __file__, "--child", mode, "--scenario", scenario, "--port", str(port), "--store", store]
-    cmd += ["--urls", str(urls), "--hosts", str(args.hosts)]
+    cmd += ["--urls", str(urls), "--hosts", str(args.hosts), "--flush-interval", str(args.flush_interval)]
     out = os.path.join(tmp, f"callgrind.{scenario}.{mode}.{engine}.{urls}")
     if not args.no_valgrind:
         instr = "no" if args.hooks else "yes"
@@ -191,18 +194,35 @@ def slope(small: dict[str, Any], big: dict[str, Any]) -> float:
     return (big["instructions"] - small["instructions"]) / max(big["requests"] - small["requests"], 1)
 
 
+def _baseline(args: argparse.Namespace, scenario: str) -> dict[str, dict[int, dict[str, Any]]]:
+    """The ``off`` and ``noop`` crawls of an earlier ``--json`` file (same sizes and sites):
+    they do not depend on the plugin, so comparing versions of it needs only its own crawls."""
+    if not args.baseline:
+        return {}
+    raw = json.loads(Path(args.baseline).read_text())["raw"].get(scenario, {})
+    found = {key: {int(n): run for n, run in runs.items()} for key, runs in raw.items() if key in ("off", "noop")}
+    for key, runs in found.items():
+        if sorted(runs) != sorted(args.sizes):
+            raise SystemExit(f"--baseline: its {scenario} {key} crawls are of sizes {sorted(runs)}, not {args.sizes}")
+    return found
+
+
 def measure(scenario: str, args: argparse.Namespace, port: int, tmp: str) -> dict[str, Any]:
     store = os.path.join(tmp, f"ds-{scenario}")
     warm(scenario, args, port, store)
-    runs: dict[str, dict[int, dict[str, Any]]] = {}
-    modes = [("off", "default"), ("noop", "default")] + [("on", e) for e in args.engines]
+    runs: dict[str, dict[int, dict[str, Any]]] = _baseline(args, scenario)
+    modes = [("off", "default")] + ([] if args.no_noop else [("noop", "default")])
+    modes += [("on", e) for e in args.engines]
     for mode, engine in modes:
         key = mode if mode != "on" else f"on/{engine}"
+        if key in runs:
+            print(f"  {scenario} {key:<13} from {args.baseline}", flush=True)
+            continue
         runs[key] = {}
         for urls in args.sizes:
             res = run_child(mode, scenario, urls, args, port, store, engine, tmp)
             runs[key][urls] = res
-            count = "" if res["instructions"] is None else f", {res['instructions'] / 1e9:.3f} G instructions"
+            count = "" if res["instructions"] is None else f", {res['instructions']:,} instructions"
             print(f"  {scenario} {key:<13} {urls:>5} URLs: {res['requests']} requests{count}", flush=True)
     return runs
 
@@ -215,8 +235,10 @@ def report(scenario: str, runs: dict[str, dict[int, dict[str, Any]]], sizes: lis
     print(f"\n--- {LABELS[scenario]} ({scenario}): instructions per request, slope {small} -> {big} URLs ---")
     print(f"  {'crawl':<34}{'per request':>14}{'vs Scrapy':>11}  target")
     print(f"  {'Scrapy alone (off)':<34}{scrapy / 1e6:>12.3f} M")
-    noop = (per_request["noop"] - scrapy) / overhead.NOOPS
-    print(f"  {'one more no-op downloader mw':<34}{noop / 1e3:>+12.1f} k{noop / scrapy:>+10.2%}")
+    noop = None
+    if "noop" in per_request:
+        noop = (per_request["noop"] - scrapy) / overhead.NOOPS
+        print(f"  {'one more no-op downloader mw':<34}{noop / 1e3:>+12.1f} k{noop / scrapy:>+10.2%}")
     figures: dict[str, Any] = {"scrapy": scrapy, "noop": noop, "plugin": {}}
     for key, value in per_request.items():
         if not key.startswith("on/"):
@@ -231,12 +253,25 @@ def report(scenario: str, runs: dict[str, dict[int, dict[str, Any]]], sizes: lis
     return figures
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(f"terminated by signal {signum}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs=2, type=int, default=[100, 300], help="the two crawl sizes (URLs)")
     parser.add_argument("--hosts", type=int, default=30, help="sites the URLs are spread over (a multiple of 10)")
     parser.add_argument("--scenarios", nargs="+", choices=("tiny", "real"), default=["tiny", "real"])
     parser.add_argument("--engines", nargs="+", choices=ENGINES, default=["default", "pure"])
+    parser.add_argument("--baseline", help="reuse the off/noop crawls of this earlier --json file")
+    parser.add_argument(
+        "--flush-interval",
+        default="3600",
+        help="DOMAINSTATE_FLUSH_INTERVAL of the crawls (default: an hour, so the store flushes by size "
+        "as in a crawl at full speed; under callgrind a crawl runs ~50x slower and a 1 s timer would "
+        "flush 50x as often)",
+    )
+    parser.add_argument("--no-noop", action="store_true", help="skip the no-op middleware crawls")
     parser.add_argument("--warmups", type=int, default=2, help="crawls with the plugin before measuring")
     parser.add_argument("--valgrind", default=VALGRIND, help="the valgrind executable")
     parser.add_argument("--no-valgrind", action="store_true", help="run the crawls without callgrind (a smoke test)")
@@ -250,6 +285,7 @@ def main() -> int:
     if args.mode:
         child(args)
         return 0
+    signal.signal(signal.SIGTERM, _terminated)  # the server is stopped on the way out
     if not args.no_valgrind and shutil.which(args.valgrind) is None:
         raise SystemExit(f"{args.valgrind} not found (install valgrind, or pass --no-valgrind)")
     from scrapy_domainstate.textscan import HAVE_HYPERSCAN, default_engine
