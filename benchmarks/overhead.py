@@ -399,7 +399,7 @@ _MW = "scrapy_domainstate.middleware"
 STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("decision (process_request)", 0, (f"{_MW}:DomainStateMiddleware.process_request",)),
     ("domain key", 1, (f"{_M}:request_keys", f"{_M}:DomainStateManager.key", f"{_M}:domain_key")),
-    ("request facts", 1, (f"{_M}:DomainStateManager._flags", f"{_M}:DomainStateManager._request_facts")),
+    ("request facts", 1, (f"{_M}:DomainStateManager._flags",)),
     ("store.decide", 1, ("scrapy_domainstate.store.lmdb:LmdbStore.decide",)),
     ("routing", 1, ("scrapy_domainstate._routing:route_of", "scrapy_domainstate._routing:route")),
     ("acting on the route", 1, (f"{_M}:DomainStateManager._go",)),
@@ -408,17 +408,13 @@ STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("response facts", 1, (f"{_M}:DomainStateManager._evidence_facts",)),
     ("is_site_root", 2, (f"{_M}:is_site_root",)),
     ("classification (all calls)", 1, ("scrapy_domainstate.classify:Classifier.response",)),
-    (
-        "browser-render verdict",
-        1,
-        ("scrapy_domainstate._evidence:rendered_verdict", f"{_M}:DomainStateManager._rendered_verdict"),
-    ),
+    ("browser-render verdict", 1, ("scrapy_domainstate._evidence:rendered_verdict",)),
     ("judging the evidence", 1, (f"{_M}:_judge", "scrapy_domainstate._evidence:judge_response")),
-    ("contact scan", 1, ("scrapy_domainstate._outcomes:has_contact", f"{_M}:has_contact")),
+    ("contact scan", 1, ("scrapy_domainstate._outcomes:has_contact",)),
     ("record (manager)", 1, (f"{_M}:DomainStateManager.record",)),
     ("store.record", 2, ("scrapy_domainstate.store.lmdb:LmdbStore.record",)),
     ("policy.observe", 3, ("scrapy_domainstate.policy:Policy.observe",)),
-    ("signals check", 2, ("scrapy_domainstate._telemetry:Telemetry._listened", f"{_M}:DomainStateManager._listened")),
+    ("signals check", 2, ("scrapy_domainstate._telemetry:Telemetry._listened",)),
     ("store flush (write batch)", 0, ("scrapy_domainstate.store.lmdb:LmdbStore._write_batch",)),
 )
 

@@ -1,4 +1,5 @@
-"""The start-up INFO line: which store, what "useful" means, whether the browser route is on.
+"""The start-up INFO line: which store, what "useful" means, whether the browser route is on,
+which scan engine runs.
 
 Pure: it reads a :class:`~scrapy_domainstate.config.Config` and the crawler's
 :class:`~scrapy_domainstate._browser.BrowserRoute`, and returns text.
@@ -9,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .config import Config
+from .textscan import ENGINE_ENV, HAVE_HYPERSCAN
 
 if TYPE_CHECKING:
     from ._browser import BrowserRoute
 
-__all__ = ["outcome_meaning", "startup_message"]
+__all__ = ["outcome_meaning", "scan_engine_text", "startup_message"]
 
 
 def outcome_meaning(config: Config) -> str:
@@ -32,15 +34,32 @@ def outcome_meaning(config: Config) -> str:
     return f"useful = what {config.outcome}(response) returns (None: navigation if the callback only follows links)"
 
 
-def startup_message(config: Config, store: str, browser: BrowserRoute) -> tuple[str, tuple[Any, ...]]:
-    """The INFO line logged when the store is open, as a lazy ``%`` message and its arguments."""
+def scan_engine_text(engine: str) -> str:
+    """Which body-scan engine runs, for the start-up line."""
+    if engine == "hyperscan":
+        return "scan engine hyperscan"
+    why = f"{ENGINE_ENV}=pure" if HAVE_HYPERSCAN else "hyperscan is not installed"
+    return f"scan engine pure Python ({why}: slower scans, the same verdicts)"
+
+
+def startup_message(
+    config: Config, store: str, browser: BrowserRoute, engine: str | None = None
+) -> tuple[str, tuple[Any, ...]]:
+    """The INFO line logged when the store is open, as a lazy ``%`` message and its arguments.
+
+    ``engine``: the classifier's scan engine (``'hyperscan'`` or ``'pure'``), named when given."""
     if browser.enabled:
         schemes = "/".join(sorted(browser.schemes))
         launches = f"{browser.launches}, " if browser.launches else ""
         route = f"browser route on ({launches}{schemes}, meta {dict(browser.meta or {})!r})"
     else:
         route = f"browser route off ({browser.reason})"
+    if engine is None:
+        return (
+            "scrapy-domainstate: using %s; outcome source %r (%s); %s",
+            (store, config.outcome, outcome_meaning(config), route),
+        )
     return (
-        "scrapy-domainstate: using %s; outcome source %r (%s); %s",
-        (store, config.outcome, outcome_meaning(config), route),
+        "scrapy-domainstate: using %s; outcome source %r (%s); %s; %s",
+        (store, config.outcome, outcome_meaning(config), route, scan_engine_text(engine)),
     )

@@ -257,7 +257,9 @@ class DomainStateManager:
         self.opened = True
         self._opened_at = self.clock()
         _registry.register(self)
-        self.telemetry.started(*startup_message(self.config, self.store.describe(), self.browser))
+        self.telemetry.started(
+            *startup_message(self.config, self.store.describe(), self.browser, self.classifier.engine)
+        )
 
     def _refuse(self, what: str, part: str, exc: Exception) -> NoReturn:
         self._open_failed = "domainstate_unavailable"

@@ -17,15 +17,19 @@ Pure: bytes in, no I/O. Three jobs, used by the classifier and the contact scan:
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "ENGINE_ENV",
     "HAVE_HYPERSCAN",
     "LiteralScanner",
     "PatternScanner",
+    "default_engine",
     "extended_view",
     "lowered",
     "pcre_literal",
@@ -43,6 +47,63 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 #: Whether the optional ``hyperscan`` engine is importable here.
 HAVE_HYPERSCAN = _hs is not None
+
+#: The environment variable that forces the engine ``'auto'`` picks (``pure`` or ``hyperscan``).
+ENGINE_ENV = "DOMAINSTATE_SCAN_ENGINE"
+_ENGINES = ("auto", "hyperscan", "pure")
+
+
+def default_engine() -> str:
+    """The engine ``'auto'`` resolves to: :data:`ENGINE_ENV` when set (``pure`` or
+    ``hyperscan``; the latter only when importable), else hyperscan when importable."""
+    forced = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if forced not in ("", *_ENGINES):
+        raise ValueError(f"{ENGINE_ENV} must be 'auto', 'hyperscan' or 'pure', got {forced!r}")
+    if forced == "pure" or _hs is None:
+        if forced == "hyperscan":
+            raise ValueError(f"{ENGINE_ENV}=hyperscan needs the hyperscan package (pip install hyperscan)")
+        return "pure"
+    return "hyperscan"
+
+
+# ------------------------------------------------------------------ compiled once per process
+
+#: Compiled hyperscan databases and pure anchor groups, by their exact inputs: every
+#: classifier of the process (one per crawler) with the same pattern set shares one.
+#: Bounded: a process builds a handful (one per distinct marker configuration).
+_SHARED: dict[tuple[Any, ...], Any] = {}
+_SHARED_MAX = 64
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared(key: tuple[Any, ...], build: Any) -> Any:
+    """``build()``, once per ``key`` in this process (kept while fewer than :data:`_SHARED_MAX`)."""
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is None:
+            found = build()
+            if len(_SHARED) < _SHARED_MAX:
+                _SHARED[key] = found
+        return found
+
+
+def _compile(expressions: list[bytes], flags: list[int]) -> Any:
+    """A block-mode hyperscan database of ``expressions`` (ids are their indexes), shared."""
+
+    def build() -> Any:
+        assert _hs is not None
+        db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions), flags=flags)
+        return db
+
+    return _shared(("hs", tuple(expressions), tuple(flags)), build)
+
+
+def shared_anchors(literals: Iterable[bytes]) -> Groups:
+    """:func:`choose_anchors` of ``literals``, computed once per process per literal set."""
+    chosen = frozenset(literals)
+    return _shared(("anchors", chosen), lambda: choose_anchors(chosen))
+
 
 # ------------------------------------------------------------------ the shared lowercase view
 
@@ -186,41 +247,35 @@ class LiteralScanner:
 
     def __init__(self, literals: Iterable[bytes], engine: str = "auto") -> None:
         self.literals: tuple[bytes, ...] = tuple(sorted({bytes(lit) for lit in literals if lit}))
-        if engine not in ("auto", "hyperscan", "pure"):
+        if engine not in _ENGINES:
             raise ValueError(f"engine must be 'auto', 'hyperscan' or 'pure', got {engine!r}")
         if engine == "hyperscan" and _hs is None:
             raise ValueError("the 'hyperscan' engine needs the hyperscan package (pip install hyperscan)")
-        use_hs = _hs is not None and engine != "pure" and bool(self.literals)
+        if engine == "auto":
+            engine = default_engine()
+        use_hs = engine == "hyperscan" and bool(self.literals)
         self.engine = "hyperscan" if use_hs else "pure"
         # The pure scan's anchors: with hyperscan only needed when a page overflows the
         # automaton's match budget (rare), so they are chosen then, not at start-up.
-        self._groups: Groups | None = None if use_hs else choose_anchors(self.literals)
+        self._groups: Groups | None = None if use_hs else shared_anchors(self.literals)
         self._db: Any = None
         if use_hs:
-            assert _hs is not None
-            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
             # Hyperscan reads PCRE syntax: every byte that is not a digit or a lowercase letter
-            # is written as \\xHH, so a literal means exactly itself.
+            # is written as \\xHH, so a literal means exactly itself. Not HS_FLAG_SINGLEMATCH:
+            # with it, hyperscan 0.9.1 misses some literals that share a prefix with another
+            # (found by the engine-agreement test).
             escaped = [_pcre_literal(lit) for lit in self.literals]
-            db.compile(
-                expressions=escaped,
-                ids=list(range(len(escaped))),
-                elements=len(escaped),
-                # Not HS_FLAG_SINGLEMATCH: with it, hyperscan 0.9.1 misses some literals that
-                # share a prefix with another (found by the engine-agreement test).
-                flags=[0] * len(escaped),
-            )
-            self._db = db
+            self._db = _compile(escaped, [0] * len(escaped))
 
     def _all_groups(self) -> Groups:
         if self._groups is None:
-            self._groups = choose_anchors(self.literals)
+            self._groups = shared_anchors(self.literals)
         return self._groups
 
     def subset(self, literals: Iterable[bytes]) -> Subset:
         """A subset of this scanner's literals, prepared for :meth:`scan`."""
         chosen = frozenset(literals) & frozenset(self.literals)
-        return Subset(chosen, choose_anchors(chosen) if self._db is None else ())
+        return Subset(chosen, shared_anchors(chosen) if self._db is None else ())
 
     def scan(self, low: bytes, subset: Subset | None = None) -> set[bytes]:
         """The literals (of ``subset``, or all) present in ``low``."""
@@ -281,12 +336,9 @@ class PatternScanner:
             raise ValueError("PatternScanner needs the hyperscan package (pip install hyperscan)")
         rows = [(p[0], p[1], len(p) > 2 and bool(p[2])) for p in patterns]
         self.max_matches = max_matches
-        self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-        self._db.compile(
-            expressions=[expr for expr, _, _ in rows],
-            ids=list(range(len(rows))),
-            elements=len(rows),
-            flags=[
+        self._db = _compile(
+            [expr for expr, _, _ in rows],
+            [
                 (_hs.HS_FLAG_CASELESS if caseless else 0) | (_hs.HS_FLAG_SINGLEMATCH if first else 0)
                 for _, caseless, first in rows
             ],

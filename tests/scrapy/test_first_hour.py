@@ -17,7 +17,7 @@ import pytest
 import pytest_twisted
 
 import scrapy_domainstate
-from scrapy_domainstate import open_store
+from scrapy_domainstate import open_store, textscan
 from scrapy_domainstate.config import Config
 from scrapy_domainstate.policy import Decision
 from scrapy_domainstate.record import DomainStat, State
@@ -178,6 +178,7 @@ async def test_startup_line_and_close_summary(
     assert "useful = the page shows an e-mail address, a phone number or a social-profile link" in start[0]
     assert "DOMAINSTATE_OUTCOME = 'items'" in start[0]
     assert "browser route off" in start[0]  # no browser download handler in these settings
+    assert f"; scan engine {'hyperscan' if textscan.HAVE_HYPERSCAN else 'pure Python'}" in start[0]
     closing = [line for line in info if "domains touched" in line]
     assert len(closing) == 1, info
     assert "5 domains touched" not in closing[0]  # friendly, cold, dead-root, refused: 4
@@ -469,6 +470,11 @@ def test_startup_message_parts() -> None:
     assert "outcome source 'myproject.outcomes.useful' (useful = what myproject.outcomes.useful(response)" in text
     assert text.endswith(f"browser route off ({off.reason})")
     assert "DOWNLOAD_HANDLERS" in text or "scrapy-playwright" in text
+    # Which scan engine runs, when the manager names it (it always does).
+    message, args = startup_message(Config.from_settings({}), "memory", off, "hyperscan")
+    assert (message % args).endswith(f"browser route off ({off.reason}); scan engine hyperscan")
+    message, args = startup_message(Config.from_settings({}), "memory", off, "pure")
+    assert "; scan engine pure Python (" in message % args
 
 
 @pytest_twisted.ensureDeferred

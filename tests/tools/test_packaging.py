@@ -54,7 +54,23 @@ def test_metadata_lives_in_setup_cfg() -> None:
     ]
     assert set(cfg["options.extras_require"]) == {"browser", "redis", "chart", "test"}
     install = [Requirement(r) for r in _lines(cfg["options"]["install_requires"])]
-    assert {r.name for r in install} == {"scrapy", "twisted", "tldextract", "lmdb"}
+    assert {r.name for r in install} == {"scrapy", "twisted", "tldextract", "lmdb", "hyperscan"}
+
+
+#: Where hyperscan publishes wheels (``pip download hyperscan --platform ...``), as environment
+#: markers see those machines; and some where it does not.
+_HS_WHEELS = [("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"), ("darwin", "x86_64"), ("win32", "AMD64")]
+_HS_NONE = [("linux", "ppc64le"), ("linux", "s390x"), ("linux", "armv7l"), ("win32", "ARM64"), ("freebsd14", "amd64")]
+
+
+@pytest.mark.parametrize(("platform", "machine"), _HS_WHEELS + _HS_NONE)
+def test_hyperscan_is_installed_where_a_wheel_exists(platform: str, machine: str) -> None:
+    """The fast scan engine is the default install where a wheel exists, and only there."""
+    install = [Requirement(r) for r in _lines(_setup_cfg()["options"]["install_requires"])]
+    hs = [r for r in install if r.name == "hyperscan"]
+    assert len(hs) == 1 and hs[0].marker is not None
+    wanted = hs[0].marker.evaluate({"sys_platform": platform, "platform_machine": machine})
+    assert wanted is ((platform, machine) in _HS_WHEELS)
 
 
 def test_declared_minimums_are_met_by_the_tested_environment() -> None:

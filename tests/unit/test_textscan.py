@@ -145,3 +145,37 @@ def test_hyperscan_falls_back_on_a_flood_of_matches() -> None:
     pure = LiteralScanner([b"datadome", b"_cf_chl_opt", b"kpsdk"], engine="pure")
     fast = LiteralScanner([b"datadome", b"_cf_chl_opt", b"kpsdk"], engine="hyperscan")
     assert fast.scan(data) == pure.scan(data) == {b"datadome", b"_cf_chl_opt"}
+
+
+@needs_hyperscan
+def test_scan_databases_are_compiled_once_per_process() -> None:
+    """Every classifier of a process (one per crawler) shares the compiled databases."""
+    first, second = Classifier(), Classifier()
+    assert first.scanner._db is second.scanner._db
+    assert first._fast_scanner(True)._db is second._fast_scanner(True)._db
+    assert first._fast_scanner(True)._db is not first._fast_scanner(False)._db  # another pattern set
+
+
+def test_pure_anchor_groups_are_chosen_once_per_literal_set() -> None:
+    first, second = LiteralScanner(LITERALS, engine="pure"), LiteralScanner(LITERALS, engine="pure")
+    assert first._groups is second._groups
+    assert first.subset(LITERALS[:3]).groups is second.subset(LITERALS[:3]).groups
+    assert LiteralScanner(LITERALS[:2], engine="pure")._groups is not first._groups
+
+
+def test_the_engine_can_be_forced_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(textscan.ENGINE_ENV, "pure")
+    assert textscan.default_engine() == "pure"
+    assert Classifier().engine == "pure"
+    assert LiteralScanner(LITERALS).scan(b"xx g-recaptcha") == {b"g-recaptcha", b"a"}
+    monkeypatch.setenv(textscan.ENGINE_ENV, "re2")
+    with pytest.raises(ValueError, match=textscan.ENGINE_ENV):
+        LiteralScanner(LITERALS)
+    monkeypatch.setenv(textscan.ENGINE_ENV, "hyperscan")
+    if HAVE_HYPERSCAN:
+        assert Classifier().engine == "hyperscan"
+    else:
+        with pytest.raises(ValueError, match="hyperscan"):
+            textscan.default_engine()
+    monkeypatch.delenv(textscan.ENGINE_ENV)
+    assert textscan.default_engine() == ("hyperscan" if HAVE_HYPERSCAN else "pure")
