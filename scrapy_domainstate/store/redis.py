@@ -98,6 +98,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis store needs redis-py: pip install 'scrapy-domainstate[redis]'") from exc
 
 from .._breaker import CircuitBreaker
+from .._time import FUTURE_MARGIN
 from ..config import Config, ConfigError
 from ..policy import EXPIRES_TO, Decision, Policy, Transition
 from ..record import DomainStat, RecentEntry, RecordError, State, decode, decode_decision, encode
@@ -716,8 +717,9 @@ class RedisStore(DomainStore):
             except RecordError as exc:
                 self._note_corrupt(domain, exc)
             else:
-                if expires is None or now < expires:
+                if (expires is None or now < expires) and changed <= now + FUTURE_MARGIN:
                     return self.policy.decide_state(state, probed, changed, browser), state, expires
+                # expired, or stamped by a clock that ran ahead: the whole record decides
                 stat = self._decode_or_none(domain, raw)
                 if stat is not None:
                     stat = self.policy.current(stat, domain, now)

@@ -57,6 +57,7 @@ from scrapy_domainstate.testing.sites import (
     HUGE,
     JS_SHELL,
     KINDS,
+    PARKED,
     RATE_LIMITED,
     REDIRECT,
     SHOP,
@@ -289,6 +290,7 @@ EXPECTED_GET: dict[str, tuple[int, dict[str, str], list[bytes]]] = {
     DATADOME_BAN: (403, {"x-dd-b": "1"}, [b"&t=bv&"]),
     RATE_LIMITED: (429, {"retry-after": "60"}, []),
     BURST_LIMITED: (200, {}, [b"mailto:info@burst-limited.test"]),  # the first request of a burst
+    PARKED: (200, {}, [b"HugeDomains"]),  # a real captured for-sale page
     FLAKY: (503, {}, []),
     SLOW: (200, {}, [b"mailto:info@slow.test"]),
     JS_SHELL: (200, {}, [b"<div id=app></div><script>"]),
@@ -320,7 +322,7 @@ async def test_every_kind_with_get(sites: SiteServer, crawl_settings: dict[str, 
             assert response.headers.get("cf-ray"), kind
         for fragment in fragments:
             assert fragment in response.body, (kind, fragment)
-        if kind not in (FRIENDLY, HEAD_404, HEAD_405, HEAD_500, SLOW, HUGE, BURST_LIMITED):
+        if kind not in (FRIENDLY, HEAD_404, HEAD_405, HEAD_500, SLOW, HUGE, BURST_LIMITED, PARKED):
             assert response.emails == [], kind
     assert len(result.response_for(urls[HUGE]).body) >= 20 * 1024 * 1024 - 64 * 1024
     redirected = result.response_for(urls[REDIRECT])
