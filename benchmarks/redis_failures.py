@@ -135,7 +135,10 @@ def back_empty(tmp: Path) -> dict[str, Any]:
                 store.record("known.example", entry(now + i))
                 time.sleep(0.01)
             store.close()
-    return {"emptied": getattr(store, "emptied", 0), "came_back_empty_warnings": log.count(logging.WARNING, "came back empty")}
+    return {
+        "emptied": getattr(store, "emptied", 0),
+        "came_back_empty_warnings": log.count(logging.WARNING, "came back empty"),
+    }
 
 
 def report(out: dict[str, Any]) -> str:
