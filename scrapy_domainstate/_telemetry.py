@@ -185,16 +185,20 @@ class Telemetry:
     # ------------------------------------------------------------ the store and the fleet
 
     def store_failed(self, what: str) -> None:
+        """A store call failed: counted, and one WARNING per crawl that says what the crawl does
+        meanwhile, for the kind of call that failed first (a store that refuses writes, such as
+        a Redis at ``maxmemory``, still serves decisions)."""
         self._add("domainstate/store_error")
         self._add(f"domainstate/store_error/{what}")
-        if not self._warned_store:
-            self._warned_store = True
-            logger.warning(
-                "scrapy-domainstate: the store failed (%s); decisions fall back to 'fetch' "
-                "and outcomes stay buffered until it recovers",
-                what,
-                extra=self._extra,
-            )
+        if self._warned_store:
+            return
+        self._warned_store = True
+        consequence = (
+            "decisions fall back to 'fetch' and outcomes stay buffered until it recovers"
+            if what == "read"
+            else "outcomes stay buffered until it recovers; decisions read it while it answers"
+        )
+        logger.warning("scrapy-domainstate: the store failed (%s); %s", what, consequence, extra=self._extra)
 
     def refused(self, what: str, part: str, exc: Exception) -> None:
         self.stats.set_value(f"domainstate/open_error/{part}", 1)

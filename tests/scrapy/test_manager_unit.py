@@ -521,3 +521,22 @@ def test_a_failing_store_degrades_to_fetch_with_one_warning(caplog: pytest.LogCa
     store.broken = False
     manager.close()
     assert not manager.opened
+
+
+def test_a_store_that_refuses_writes_is_not_said_to_fail_decisions(caplog: pytest.LogCaptureFixture) -> None:
+    """The one WARNING says what the crawl does for the kind of call that failed first: a store
+    that refuses writes (a Redis at maxmemory) still serves decisions."""
+    from scrapy_domainstate._telemetry import Telemetry
+
+    for first, said, unsaid in (
+        ("flush", "decisions read it while it answers", "fall back"),
+        ("read", "decisions fall back to 'fetch'", "read it while"),
+    ):
+        caplog.clear()
+        telemetry = Telemetry(_crawler(), False)
+        with caplog.at_level(logging.WARNING, logger="scrapy_domainstate"):
+            telemetry.store_failed(first)
+            telemetry.store_failed("read")
+            telemetry.store_failed("write")
+        [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert said in warning and unsaid not in warning, warning
