@@ -26,6 +26,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,8 @@ RECOVERY = 0.75
 GONE = 0.1
 #: Failures that pause a host (the classifier's error classes).
 PAUSING = frozenset({"timeout", "ConnectionLost", "ConnectionDone", "ResponseNeverReceived", "ConnectionAborted"})
+#: not read yet (a domain's remembered delay)
+_UNREAD = -1.0
 #: Slots (and hosts) tracked at once; the least recent go first beyond it.
 MAX_TRACKED = 100_000
 
@@ -111,7 +114,9 @@ class Politeness:
         self.crawler = crawler
         self.clock = clock
         self.floors: dict[str, _Floor] = {}
-        #: slots whose remembered floor was looked up in this crawl
+        #: domain -> its remembered delay (None: none), read once per crawl
+        self._remembered: dict[str, float | None] = {}
+        #: slots started from a remembered floor in this crawl
         self._primed: set[str] = set()
         #: domains whose floor went away in this crawl (their records are dropped at close)
         self._recovered: set[str] = set()
@@ -168,7 +173,7 @@ class Politeness:
         asks for more than the cap (``Retry-After`` over ``DOMAINSTATE_POLITE_MAX_DELAY``): its
         host is then paused for the crawl rather than waited for, and the next crawl starts it
         at the cap."""
-        if not self.enabled or domain is None:
+        if not self.enabled or domain is None or (response.status not in SLOW_DOWN and not self.floors):
             return False
         key = self._slot_key(request)
         if key is None:
@@ -244,25 +249,29 @@ class Politeness:
 
     # ------------------------------------------------------------ memory
 
-    def prime(self, request: Request, domain: str, record: DomainStat | None) -> None:
-        """At a slot's first request in this crawl: start from the domain's remembered floor."""
+    def prime(self, request: Request, domain: str, read: Callable[[str], DomainStat | None]) -> None:
+        """Before a request is sent: its slot starts from the domain's remembered floor. The
+        domain's politeness record is read once per crawl (``read``); a domain without one
+        costs a dictionary lookup per request."""
+        if not self.enabled:
+            return
+        delay = self._remembered.get(domain, _UNREAD)
+        if delay is _UNREAD:
+            if len(self._remembered) >= MAX_TRACKED:
+                self._remembered.clear()
+            delay = self._remembered[domain] = remembered(read(domain), self.clock())
+        if delay is None:
+            return
         key = self._slot_key(request)
         if key is None or key in self._primed:
             return
         if len(self._primed) >= MAX_TRACKED:
             self._primed.clear()
         self._primed.add(key)
-        delay = remembered(record, self.clock())
-        if delay is not None and key not in self.floors:
+        if key not in self.floors:
             self.crawler.stats.inc_value("domainstate/polite/remembered")
             self.slow(key, domain, min(delay, self.cap))
             self.floors[key].changed = False
-
-    def needs_prime(self, request: Request) -> bool:
-        if not self.enabled:
-            return False
-        key = self._slot_key(request)
-        return key is not None and key not in self._primed
 
     def records(self, now: float) -> tuple[list[DomainStat], list[str]]:
         """The politeness records to write at the end of a crawl, and those to drop."""

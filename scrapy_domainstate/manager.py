@@ -582,8 +582,7 @@ class DomainStateManager:
             self._mark(request, domain, state, expires, "skip")
             self.telemetry.skipped(domain, "paused")
             raise IgnoreRequest(f"domainstate: skipping {request.url}: its host is paused for this crawl")
-        if self.polite.needs_prime(request):
-            self.polite.prime(request, domain, self._polite_record(domain))
+        self.polite.prime(request, domain, self._polite_record)
         if route.forced and not repeat:
             self.telemetry.inc("forced")
         if route.to_browser:
