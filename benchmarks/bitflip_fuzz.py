@@ -39,8 +39,8 @@ META_BYTES = HEADER + 136
 
 CHILD = """
 import json, os, shutil, sys
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import Method, Outcome, RecentEntry
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
 from scrapy_domainstate.store.base import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
 
@@ -91,8 +91,8 @@ with open(progress, "w") as fh:
 BUILD = """
 import json, os, sys
 import lmdb
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import Method, Outcome, RecentEntry
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
 from scrapy_domainstate.store.lmdb import LmdbStore
 
 path, n = sys.argv[1], int(sys.argv[2])

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 WORKER = """
 import os, sys
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import Method, Outcome, RecentEntry
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
 from scrapy_domainstate.store.base import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
 

@@ -36,8 +36,8 @@ from scrapy.http import HtmlResponse, Request
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from scrapy_domainstate._deadurls import DeadUrls
 from scrapy_domainstate.middleware import DomainStateMiddleware
+from scrapy_domainstate.runtime.deadurls import DeadUrls
 
 _BODY = b"<html><body><p>No such page here.</p></body></html>"
 

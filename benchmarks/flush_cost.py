@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import Method, Outcome, RecentEntry
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
 from scrapy_domainstate.store.lmdb import LmdbStore
 
 

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scrapy_domainstate.classify import Classifier, Verdict
-from scrapy_domainstate.record import Outcome
+from scrapy_domainstate.core.record import Outcome
+from scrapy_domainstate.detect.classify import Classifier, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 HOLDOUT = ROOT / "tests" / "unit" / "holdout"

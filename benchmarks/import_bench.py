@@ -36,7 +36,7 @@ from typing import TextIO
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scrapy_domainstate.csvio import EXPORTED_COLUMNS  # noqa: E402
+from scrapy_domainstate.tools.csvio import EXPORTED_COLUMNS  # noqa: E402
 
 #: A first_seen; each row's times follow it.
 _T0 = 1_700_000_000.0

@@ -288,7 +288,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _terminated)  # the server is stopped on the way out
     if not args.no_valgrind and shutil.which(args.valgrind) is None:
         raise SystemExit(f"{args.valgrind} not found (install valgrind, or pass --no-valgrind)")
-    from scrapy_domainstate.textscan import HAVE_HYPERSCAN, default_engine
+    from scrapy_domainstate.detect.scan import HAVE_HYPERSCAN, default_engine
 
     print(f"default engine here: {default_engine()} (hyperscan importable: {HAVE_HYPERSCAN})")
     server = subprocess.Popen(

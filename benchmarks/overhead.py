@@ -235,8 +235,8 @@ def url_plan(scenario: str, port: int, n_urls: int, n_hosts: int) -> list[str]:
 
 def check_pages() -> dict[str, str]:
     """What the plugin's own classifier and contact scan make of each page kind (a sanity check)."""
-    from scrapy_domainstate.classify import Classifier
-    from scrapy_domainstate.contacts import has_contact
+    from scrapy_domainstate.detect.classify import Classifier
+    from scrapy_domainstate.detect.contacts import has_contact
 
     classifier = Classifier()
     out = {}
@@ -376,11 +376,11 @@ ENTRY_POINTS = (
     "scrapy_domainstate.middleware:DomainStateMiddleware.process_response",
     "scrapy_domainstate.middleware:DomainStateMiddleware.process_exception",
     "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.process_spider_exception",
-    "scrapy_domainstate.manager:DomainStateManager.record_items",
+    "scrapy_domainstate.runtime.manager:DomainStateManager.record_items",
     # Scrapy sends it for every request once the plugin listens (the send-gate's signal)
-    "scrapy_domainstate.manager:DomainStateManager.request_left_downloader",
+    "scrapy_domainstate.runtime.manager:DomainStateManager.request_left_downloader",
     # the extension's timer flush (a flush inside a request is counted with the request)
-    "scrapy_domainstate.manager:DomainStateManager.flush",
+    "scrapy_domainstate.runtime.manager:DomainStateManager.flush",
     "scrapy_domainstate.store.base:DomainStore.flush",
 )
 #: Start-up and shut-down, once per crawl (excluded from the per-request figure).
@@ -389,32 +389,32 @@ STARTUP_POINTS = (
     "scrapy_domainstate.middleware:DomainStateMiddleware.__init__",
     "scrapy_domainstate.extension:DomainStateExtension.__init__",
     "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.__init__",
-    "scrapy_domainstate.manager:DomainStateManager.open",
+    "scrapy_domainstate.runtime.manager:DomainStateManager.open",
 )
-CLOSE_POINTS = ("scrapy_domainstate.manager:DomainStateManager.close",)
+CLOSE_POINTS = ("scrapy_domainstate.runtime.manager:DomainStateManager.close",)
 
 #: The per-stage table: (label, depth, candidate targets; the first that exists is timed).
-_M = "scrapy_domainstate.manager"
+_M = "scrapy_domainstate.runtime.manager"
 _MW = "scrapy_domainstate.middleware"
 STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("decision (process_request)", 0, (f"{_MW}:DomainStateMiddleware.process_request",)),
     ("domain key", 1, (f"{_M}:request_keys", f"{_M}:DomainStateManager.key", f"{_M}:domain_key")),
     ("request facts", 1, (f"{_M}:DomainStateManager._flags",)),
     ("store.decide", 1, ("scrapy_domainstate.store.lmdb:LmdbStore.decide",)),
-    ("routing", 1, ("scrapy_domainstate._routing:route_of", "scrapy_domainstate._routing:route")),
+    ("routing", 1, ("scrapy_domainstate.core.routing:route_of", "scrapy_domainstate.core.routing:route")),
     ("acting on the route", 1, (f"{_M}:DomainStateManager._go",)),
-    ("browser-route checks (all calls)", 1, ("scrapy_domainstate._browser:BrowserRoute.reaches",)),
+    ("browser-route checks (all calls)", 1, ("scrapy_domainstate.runtime.browser:BrowserRoute.reaches",)),
     ("after the response (process_response)", 0, (f"{_MW}:DomainStateMiddleware.process_response",)),
     ("response facts", 1, (f"{_M}:DomainStateManager._evidence_facts",)),
     ("is_site_root", 2, (f"{_M}:is_site_root",)),
-    ("classification (all calls)", 1, ("scrapy_domainstate.classify:Classifier.response",)),
-    ("browser-render verdict", 1, ("scrapy_domainstate._evidence:rendered_verdict",)),
-    ("judging the evidence", 1, (f"{_M}:_judge", "scrapy_domainstate._evidence:judge_response")),
-    ("contact scan", 1, ("scrapy_domainstate._outcomes:has_contact",)),
+    ("classification (all calls)", 1, ("scrapy_domainstate.detect.classify:Classifier.response",)),
+    ("browser-render verdict", 1, ("scrapy_domainstate.detect.evidence:rendered_verdict",)),
+    ("judging the evidence", 1, (f"{_M}:_judge", "scrapy_domainstate.detect.evidence:judge_response")),
+    ("contact scan", 1, ("scrapy_domainstate.runtime.outcomes:has_contact",)),
     ("record (manager)", 1, (f"{_M}:DomainStateManager.record",)),
     ("store.record", 2, ("scrapy_domainstate.store.lmdb:LmdbStore.record",)),
-    ("policy.observe", 3, ("scrapy_domainstate.policy:Policy.observe",)),
-    ("signals check", 2, ("scrapy_domainstate._telemetry:Telemetry._listened",)),
+    ("policy.observe", 3, ("scrapy_domainstate.core.policy:Policy.observe",)),
+    ("signals check", 2, ("scrapy_domainstate.runtime.telemetry:Telemetry._listened",)),
     ("store flush (write batch)", 0, ("scrapy_domainstate.store.lmdb:LmdbStore._write_batch",)),
 )
 
@@ -583,7 +583,7 @@ def child(args: argparse.Namespace) -> None:
     stats = crawler.stats.get_stats()
     states: dict[str, int] = {}
     if plugin:
-        from scrapy_domainstate.config import Config
+        from scrapy_domainstate.core.config import Config
         from scrapy_domainstate.store.lmdb import LmdbStore
 
         with LmdbStore(Config(lmdb_path=args.store), readonly=True) as store:

@@ -38,9 +38,9 @@ from dataclasses import replace
 
 import redis
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Policy
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Policy
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry
 from scrapy_domainstate.store.redis import RedisStore, mask_url
 from scrapy_domainstate.testing.redis_server import RedisServer, redis_binary
 

@@ -34,9 +34,9 @@ from typing import Any
 
 import redis
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Decision
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, encode
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, encode
 from scrapy_domainstate.store.redis import RedisStore
 from scrapy_domainstate.testing.redis_server import RedisServer
 

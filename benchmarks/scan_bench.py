@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import scrapy_domainstate
-from scrapy_domainstate import contacts as contacts_module
-from scrapy_domainstate.classify import Classifier
-from scrapy_domainstate.contacts import has_contact
+from scrapy_domainstate.detect import contacts as contacts_module
+from scrapy_domainstate.detect.classify import Classifier
+from scrapy_domainstate.detect.contacts import has_contact
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent / "tests" / "unit" / "corpus"

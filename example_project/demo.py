@@ -269,7 +269,7 @@ async def run_crawl(number: int, settings: Any, sites_file: Path, server: Any, r
     from scrapy import signals
     from scrapy.crawler import CrawlerRunner
 
-    from scrapy_domainstate.config import Config
+    from scrapy_domainstate.core.config import Config
     from scrapy_domainstate.store.lmdb import LmdbStore
 
     report = CrawlReport(number)

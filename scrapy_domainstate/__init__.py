@@ -5,17 +5,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .config import Config, ConfigError
-from .policy import Decision, Policy, Transition
-from .record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.config import Config, ConfigError
+from scrapy_domainstate.core.policy import Decision, Policy, Transition
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 
 if TYPE_CHECKING:  # imported on first use at run time (see __getattr__); seen by type checkers
-    from ._api import StoreHandle, UrlDecision, open_store
-    from .addon import Addon
-    from .extension import DomainStateExtension
-    from .middleware import DomainStateMiddleware
-    from .pipeline import DomainStatePipeline
-    from .spidermw import DomainStateSpiderMiddleware
+    from scrapy_domainstate.addon import Addon
+    from scrapy_domainstate.extension import DomainStateExtension
+    from scrapy_domainstate.middleware import DomainStateMiddleware
+    from scrapy_domainstate.pipeline import DomainStatePipeline
+    from scrapy_domainstate.spidermw import DomainStateSpiderMiddleware
+    from scrapy_domainstate.tools.api import StoreHandle, UrlDecision, open_store
 
 __version__ = "0.1.0"
 

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from ._failures import quiet_startup_failures
-from ._switch import off_reason, report_off
-from .config import Config, log_unknown_settings
-from .extension import DomainStateExtension
-from .middleware import DomainStateMiddleware
-from .pipeline import DomainStatePipeline
-from .spidermw import DomainStateSpiderMiddleware
+from scrapy_domainstate.core.config import Config, log_unknown_settings
+from scrapy_domainstate.extension import DomainStateExtension
+from scrapy_domainstate.middleware import DomainStateMiddleware
+from scrapy_domainstate.pipeline import DomainStatePipeline
+from scrapy_domainstate.runtime.failures import quiet_startup_failures
+from scrapy_domainstate.runtime.switch import off_reason, report_off
+from scrapy_domainstate.spidermw import DomainStateSpiderMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

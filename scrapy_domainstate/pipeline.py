@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import CloseSpider
 
-from ._failures import store_unavailable
-from .manager import DomainStateManager
+from scrapy_domainstate.runtime.failures import store_unavailable
+from scrapy_domainstate.runtime.manager import DomainStateManager
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

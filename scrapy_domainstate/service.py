@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import sys
 
-from .fleet.cli import main, serve
-from .fleet.files import load_tokens
-from .fleet.http import make_site
-from .fleet.limits import Limits
-from .fleet.service import DomainStateService
-from .fleet.votes import Consensus, Vote, compute_consensus
+from scrapy_domainstate.fleet.cli import main, serve
+from scrapy_domainstate.fleet.files import load_tokens
+from scrapy_domainstate.fleet.http import make_site
+from scrapy_domainstate.fleet.limits import Limits
+from scrapy_domainstate.fleet.service import DomainStateService
+from scrapy_domainstate.fleet.votes import Consensus, Vote, compute_consensus
 
 __all__ = [
     "Consensus",

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from . import _registry
+from scrapy_domainstate.runtime import registry as _registry
 
 if TYPE_CHECKING:
-    from .manager import DomainStateManager
-    from .store import DomainStore
+    from scrapy_domainstate.runtime.manager import DomainStateManager
+    from scrapy_domainstate.store import DomainStore
 
 __all__ = ["domainstate", "store"]
 

@@ -6,12 +6,12 @@ Connect them like Scrapy's own signals::
 """
 
 #: An outcome was recorded. Arguments: ``domain``, ``entry`` (a
-#: :class:`~scrapy_domainstate.record.RecentEntry`), ``stat`` (the record after
+#: :class:`~scrapy_domainstate.core.record.RecentEntry`), ``stat`` (the record after
 #: it), ``request``, ``spider``.
 outcome_recorded = object()
 
 #: A domain changed state. Arguments: ``transition`` (a
-#: :class:`~scrapy_domainstate.policy.Transition`: ``domain``, ``old``, ``new``,
+#: :class:`~scrapy_domainstate.core.policy.Transition`: ``domain``, ``old``, ``new``,
 #: ``at``, ``reason``), ``stat``, ``request``, ``spider``.
 state_changed = object()
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 
-from .manager import DomainStateManager
+from scrapy_domainstate.runtime.manager import DomainStateManager
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

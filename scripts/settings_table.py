@@ -1,4 +1,4 @@
-"""Render the README's settings table from ``scrapy_domainstate.config.SETTINGS``, the one list of settings.
+"""Render the README's settings table from ``scrapy_domainstate.core.config.SETTINGS``, the one list of settings.
 
 ``python scripts/settings_table.py --write`` rewrites the table in README.rst, ``--check``
 exits 1 when it is out of date, no option prints it; ``tests/tools/test_readme.py`` fails when the
@@ -37,7 +37,7 @@ def render() -> str:
     """The table: one entry per row of ``SETTINGS`` (name, type, default, doc, example)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from scrapy_domainstate.config import SETTINGS
+    from scrapy_domainstate.core.config import SETTINGS
 
     lines = []
     for s in SETTINGS:

@@ -1,4 +1,4 @@
-"""What the plugin's evidence rules make of each simulated answer, through ``scrapy_domainstate._evidence``.
+"""What the plugin's evidence rules make of each simulated answer, through ``scrapy_domainstate.detect.evidence``.
 
 The simulator knows which answer a request got (a result of :mod:`.world`); this module
 gives the classifier's verdict for it and asks the plugin's own evidence module what it
@@ -8,9 +8,9 @@ The answers depend on a handful of facts only, so each is computed once and reus
 
 from __future__ import annotations
 
-from scrapy_domainstate import _evidence as evidence
-from scrapy_domainstate.classify import Verdict
-from scrapy_domainstate.record import Method, Outcome
+from scrapy_domainstate.core.record import Method, Outcome
+from scrapy_domainstate.detect import evidence
+from scrapy_domainstate.detect.classify import Verdict
 
 from . import world as w
 

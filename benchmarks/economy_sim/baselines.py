@@ -11,7 +11,7 @@ the caller.
     finds every contact any policy can reach (the reference for *lost* pages).
 ``fixable``
     The fair baseline: no memory, no HEAD, one GET per page and one render exactly when
-    the plugin's own evidence rules (``scrapy_domainstate._evidence``) would re-issue it.
+    the plugin's own evidence rules (``scrapy_domainstate.detect.evidence``) would re-issue it.
 ``browser``
     A render for every page.
 ``oracle``

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scrapy_domainstate.config import ConfigError
+from scrapy_domainstate.core.config import ConfigError
 
 from .chart import write_chart, write_mixes_chart
 from .mix import DEFAULT_MIX_PATH, MIXES_DIR, MixError, shipped_mixes

@@ -1,6 +1,6 @@
 """scrapy-domainstate's path through one host visit, as the middleware's manager takes it.
 
-The real :class:`~scrapy_domainstate.policy.Policy` and store decide and record; the
+The real :class:`~scrapy_domainstate.core.policy.Policy` and store decide and record; the
 plugin's evidence module (through :class:`.answers.Judge`) says what each answer means.
 Per page: a URL marked dead is skipped; otherwise ``store.decide``, combined with the
 host's own record when the host is not the registrable domain (host facts); PROBE sends
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from scrapy_domainstate import _evidence as evidence
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Decision, Policy
-from scrapy_domainstate.record import Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision, Policy
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry, State
+from scrapy_domainstate.detect import evidence
 from scrapy_domainstate.store.base import DomainStore
 
 from . import world as w

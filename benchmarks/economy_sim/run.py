@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from scrapy_domainstate.config import SETTINGS, Config, ConfigError
-from scrapy_domainstate.policy import Policy
+from scrapy_domainstate.core.config import SETTINGS, Config, ConfigError
+from scrapy_domainstate.core.policy import Policy
 from scrapy_domainstate.store.base import DomainStore
 from scrapy_domainstate.store.memory import MemoryStore
 

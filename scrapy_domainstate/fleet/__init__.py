@@ -13,7 +13,7 @@ One role a module:
   connections, the Twisted resource and site, private files and the token file, the command
   line).
 
-Users import from :mod:`scrapy_domainstate.remote` (the client) and
+Users import from :mod:`scrapy_domainstate.fleet.remote` (the client) and
 :mod:`scrapy_domainstate.service` (the service, ``python -m scrapy_domainstate.service``).
 """
 

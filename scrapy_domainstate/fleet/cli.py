@@ -12,12 +12,12 @@ from typing import Any
 
 from twisted.internet.error import CannotListenError
 
-from ..config import Config, ConfigError
-from ..store import DomainStore, StoreError
-from .files import load_tokens
-from .http import make_site
-from .limits import Limits
-from .service import DomainStateService
+from scrapy_domainstate.core.config import Config, ConfigError
+from scrapy_domainstate.fleet.files import load_tokens
+from scrapy_domainstate.fleet.http import make_site
+from scrapy_domainstate.fleet.limits import Limits
+from scrapy_domainstate.fleet.service import DomainStateService
+from scrapy_domainstate.store import DomainStore, StoreError
 
 __all__ = ["main", "serve"]
 

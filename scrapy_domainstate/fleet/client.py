@@ -21,10 +21,10 @@ from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 from twisted.web.http_headers import Headers
 
-from .._breaker import CircuitBreaker
-from ..config import Config, ConfigError
-from ..record import DomainStat, State
-from .protocol import (
+from scrapy_domainstate.core.breaker import CircuitBreaker
+from scrapy_domainstate.core.config import Config, ConfigError
+from scrapy_domainstate.core.record import DomainStat, State
+from scrapy_domainstate.fleet.protocol import (
     MAX_BATCH,
     MAX_EVIDENCE,
     finite_number,
@@ -33,13 +33,13 @@ from .protocol import (
     parse_lookup_response,
     without_control,
 )
-from .transport import BodyProducer, Endpoints, HTTPStatus, Timeout, api_url, read_capped
-from .verdicts import RemoteVerdict, adopt
+from scrapy_domainstate.fleet.transport import BodyProducer, Endpoints, HTTPStatus, Timeout, api_url, read_capped
+from scrapy_domainstate.fleet.verdicts import RemoteVerdict, adopt
 
 __all__ = ["RemoteClient"]
 
-# The name users know (and filter on) since the client lived in scrapy_domainstate/remote.py.
-logger = logging.getLogger("scrapy_domainstate.remote")
+# The name users know (and filter on) since the client lived in scrapy_domainstate/fleet/remote.py.
+logger = logging.getLogger("scrapy_domainstate.fleet.remote")
 
 _COUNTERS = (
     "lookups",

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, cast
 from twisted.internet.interfaces import ITCPTransport
 from twisted.web import http, server
 
-from .limits import Limits
+from scrapy_domainstate.fleet.limits import Limits
 
 if TYPE_CHECKING:
-    from .service import DomainStateService
+    from scrapy_domainstate.fleet.service import DomainStateService
 
 __all__ = ["BoundedChannel", "BoundedSite"]
 

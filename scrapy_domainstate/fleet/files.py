@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
-from ..config import ConfigError
+from scrapy_domainstate.core.config import ConfigError
 
 __all__ = ["load_tokens", "make_private"]
 

@@ -19,15 +19,15 @@ from typing import Any
 from twisted.web import server
 from twisted.web.resource import Resource
 
-from ..config import Config
-from ..store import DomainStore, MemoryStore, create_store
-from .connections import BoundedSite
-from .files import make_private
-from .limits import Limits
-from .protocol import API_PATH, STATS_PATH
-from .service import DomainStateService
-from .validation import ApiError, parse_domains, parse_reports
-from .votes import VoteTable
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.fleet.connections import BoundedSite
+from scrapy_domainstate.fleet.files import make_private
+from scrapy_domainstate.fleet.limits import Limits
+from scrapy_domainstate.fleet.protocol import API_PATH, STATS_PATH
+from scrapy_domainstate.fleet.service import DomainStateService
+from scrapy_domainstate.fleet.validation import ApiError, parse_domains, parse_reports
+from scrapy_domainstate.fleet.votes import VoteTable
+from scrapy_domainstate.store import DomainStore, MemoryStore, create_store
 
 __all__ = ["make_site"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._time import DAY
-from .protocol import MAX_BATCH, MAX_EVIDENCE, MAX_SKEW
+from scrapy_domainstate.core.clock import DAY
+from scrapy_domainstate.fleet.protocol import MAX_BATCH, MAX_EVIDENCE, MAX_SKEW
 
 __all__ = ["Limits"]
 

@@ -2,7 +2,7 @@
 
 ``docs/openapi.yaml`` describes the API; this module holds what the client and the
 service must agree on, written once: the paths, the limits of a request, the syntax of a
-domain key (:func:`scrapy_domainstate.keys.is_domain_key`), what counts as a number, how
+domain key (:func:`scrapy_domainstate.core.keys.is_domain_key`), what counts as a number, how
 JSON is read, and the shape of a verdict (:func:`parse_lookup_response`). Pure: no I/O.
 """
 
@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..keys import MAX_DOMAIN_LENGTH, is_domain_key
-from ..record import State
-from .verdicts import RemoteVerdict
+from scrapy_domainstate.core.keys import MAX_DOMAIN_LENGTH, is_domain_key
+from scrapy_domainstate.core.record import State
+from scrapy_domainstate.fleet.verdicts import RemoteVerdict
 
 __all__ = [
     "API_PATH",

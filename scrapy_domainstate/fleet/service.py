@@ -11,12 +11,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..config import Config, ConfigError
-from ..record import DomainStat
-from ..store import DomainStore
-from .limits import Limits
-from .validation import ApiError
-from .votes import Consensus, VoteTable, compute_consensus
+from scrapy_domainstate.core.config import Config, ConfigError
+from scrapy_domainstate.core.record import DomainStat
+from scrapy_domainstate.fleet.limits import Limits
+from scrapy_domainstate.fleet.validation import ApiError
+from scrapy_domainstate.fleet.votes import Consensus, VoteTable, compute_consensus
+from scrapy_domainstate.store import DomainStore
 
 __all__ = ["DomainStateService"]
 

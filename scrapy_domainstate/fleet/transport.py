@@ -22,8 +22,8 @@ from twisted.web.http import PotentialDataLoss
 from twisted.web.iweb import UNKNOWN_LENGTH, IAgentEndpointFactory, IBodyProducer
 from zope.interface import implementer
 
-from ..config import ConfigError
-from .protocol import API_PATH
+from scrapy_domainstate.core.config import ConfigError
+from scrapy_domainstate.fleet.protocol import API_PATH
 
 __all__ = ["BodyProducer", "Endpoints", "HTTPStatus", "Timeout", "TooLarge", "api_url", "read_capped"]
 

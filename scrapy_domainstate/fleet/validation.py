@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl
 
-from .limits import Limits
-from .protocol import STATES, finite_number, has_control, is_domain_key, is_text, load_json
+from scrapy_domainstate.fleet.limits import Limits
+from scrapy_domainstate.fleet.protocol import STATES, finite_number, has_control, is_domain_key, is_text, load_json
 
 __all__ = ["ApiError", "parse_domains", "parse_reports"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Config
-from ..record import DomainStat, State
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import DomainStat, State
 
 __all__ = ["RemoteVerdict", "adopt", "adoption_ttl"]
 

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._time import DAY
-from ..record import State
-from .files import make_private
-from .protocol import STATES
+from scrapy_domainstate.core.clock import DAY
+from scrapy_domainstate.core.record import State
+from scrapy_domainstate.fleet.files import make_private
+from scrapy_domainstate.fleet.protocol import STATES
 
 __all__ = ["Consensus", "Vote", "VoteTable", "compute_consensus"]
 

@@ -1,6 +1,6 @@
 """The one store interface: LMDB, Redis and memory stores implement it.
 
-A store keeps :class:`~scrapy_domainstate.record.DomainStat` records by domain
+A store keeps :class:`~scrapy_domainstate.core.record.DomainStat` records by domain
 key and the URL-level dead table. Writes of outcomes are buffered: :meth:`record`
 applies the outcome to this process's view at once (so the next decision and the
 transition signal see it), and :meth:`flush` writes the buffered *entries* in one
@@ -19,9 +19,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..config import Config
-from ..policy import Decision, Policy, Transition
-from ..record import DomainStat, RecentEntry, RecordError, State
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision, Policy, Transition
+from scrapy_domainstate.core.record import DomainStat, RecentEntry, RecordError, State
 
 __all__ = ["DomainStore", "StoreError"]
 

@@ -3,7 +3,7 @@
 Layout: one environment (a directory) with three named databases:
 
 ``records``
-    domain key (UTF-8) -> :func:`~scrapy_domainstate.record.encode` d record.
+    domain key (UTF-8) -> :func:`~scrapy_domainstate.core.record.encode` d record.
 ``lru``
     8-byte big-endian ``last_seen`` in microseconds + domain key -> ``b""``. Keys
     sort by ``last_seen``, so evicting the least recently seen domains is a cursor
@@ -54,11 +54,11 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from .._breaker import CircuitBreaker
-from .._time import FUTURE_MARGIN
-from ..config import Config
-from ..policy import Decision, Policy, Transition
-from ..record import (
+from scrapy_domainstate.core.breaker import CircuitBreaker
+from scrapy_domainstate.core.clock import FUTURE_MARGIN
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision, Policy, Transition
+from scrapy_domainstate.core.record import (
     DomainStat,
     Layout,
     RecentEntry,
@@ -73,8 +73,8 @@ from ..record import (
     kept_entries,
     layout_of,
 )
-from . import _lmdbcheck
-from .base import DomainStore, StoreError, apply_entries
+from scrapy_domainstate.store import _lmdbcheck
+from scrapy_domainstate.store.base import DomainStore, StoreError, apply_entries
 
 __all__ = ["LmdbStore"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..record import DomainStat, RecentEntry
-from .base import DomainStore, apply_entries
+from scrapy_domainstate.core.record import DomainStat, RecentEntry
+from scrapy_domainstate.store.base import DomainStore, apply_entries
 
 __all__ = ["MemoryStore"]
 

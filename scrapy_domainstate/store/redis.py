@@ -14,7 +14,7 @@ Design (the README's "Running a fleet" section quotes these):
 - **No lost update.** A flush re-applies each buffered entry to the record *as it is in
   Redis*, inside an optimistic transaction: ``WATCH`` the batch's keys (chunks of
   :attr:`RedisStore.chunk_size`), ``MGET``, apply in Python with the same
-  :class:`~scrapy_domainstate.policy.Policy`, then ``MULTI`` ``SET``/``ZADD``/``EXEC``.
+  :class:`~scrapy_domainstate.core.policy.Policy`, then ``MULTI`` ``SET``/``ZADD``/``EXEC``.
   A concurrent writer makes ``EXEC`` fail with ``WatchError``; the chunk is retried with
   jitter, then domain by domain. The policy is Python, so a Lua script cannot apply it.
 - **Exactly once.** If the connection dies after ``EXEC`` was sent, the client cannot tell
@@ -97,12 +97,12 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis store needs redis-py: pip install 'scrapy-domainstate[redis]'") from exc
 
-from .._breaker import CircuitBreaker
-from .._time import FUTURE_MARGIN
-from ..config import Config, ConfigError
-from ..policy import EXPIRES_TO, Decision, Policy, Transition
-from ..record import DomainStat, RecentEntry, RecordError, State, decode, decode_decision, encode
-from .base import DomainStore, StoreError, apply_entries
+from scrapy_domainstate.core.breaker import CircuitBreaker
+from scrapy_domainstate.core.clock import FUTURE_MARGIN
+from scrapy_domainstate.core.config import Config, ConfigError
+from scrapy_domainstate.core.policy import EXPIRES_TO, Decision, Policy, Transition
+from scrapy_domainstate.core.record import DomainStat, RecentEntry, RecordError, State, decode, decode_decision, encode
+from scrapy_domainstate.store.base import DomainStore, StoreError, apply_entries
 
 __all__ = ["RedisStore", "mask_url"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .resolver import chromium_host_rules
+from scrapy_domainstate.testing.resolver import chromium_host_rules
 
 __all__ = ["CHROMIUM", "HOST_RULES_ARG", "chromium_launch_options", "loopback_only"]
 

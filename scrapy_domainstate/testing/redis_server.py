@@ -251,7 +251,7 @@ def redis_store_factory(
     one flushed (``persistent=True``) and tests sharing one server never see each other.
     The prefix is ``make.prefix``.
     """
-    from scrapy_domainstate.config import Config
+    from scrapy_domainstate.core.config import Config
     from scrapy_domainstate.store.redis import RedisStore
 
     if prefix is None:

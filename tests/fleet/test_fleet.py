@@ -39,8 +39,8 @@ from twisted.internet import reactor as _reactor
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 
-from scrapy_domainstate.config import Config, ConfigError
-from scrapy_domainstate.record import DomainStat, State
+from scrapy_domainstate.core.config import Config, ConfigError
+from scrapy_domainstate.core.record import DomainStat, State
 from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.testing.crawl import RecordingSpider
 from scrapy_domainstate.testing.redis_server import RedisServer, require_redis_server

@@ -1,7 +1,7 @@
 """The fleet package's layout: the wire format written once, the old dotted paths kept.
 
 ``scrapy_domainstate/fleet/`` holds the client and the reference service, one role a
-module; ``scrapy_domainstate.remote`` and ``scrapy_domainstate.service`` are their public
+module; ``scrapy_domainstate.fleet.remote`` and ``scrapy_domainstate.service`` are their public
 faces (settings, the README and ``python -m scrapy_domainstate.service`` name them).
 """
 
@@ -14,8 +14,9 @@ import sys
 
 import pytest
 
-from scrapy_domainstate import keys, remote, service
-from scrapy_domainstate.fleet import client, protocol, validation
+from scrapy_domainstate import service
+from scrapy_domainstate.core import keys
+from scrapy_domainstate.fleet import client, protocol, remote, validation
 from scrapy_domainstate.fleet.limits import Limits
 from scrapy_domainstate.fleet.validation import ApiError
 
@@ -31,7 +32,7 @@ def test_the_old_paths_are_the_new_objects() -> None:
     assert remote.parse_lookup_response is protocol.parse_lookup_response
     assert service.make_site is importlib.import_module("scrapy_domainstate.fleet.http").make_site
     # the logger names users filter on did not move with the code
-    assert client.logger.name == "scrapy_domainstate.remote"
+    assert client.logger.name == "scrapy_domainstate.fleet.remote"
     assert (
         logging.getLogger("scrapy_domainstate.service")
         is importlib.import_module("scrapy_domainstate.fleet.service").logger

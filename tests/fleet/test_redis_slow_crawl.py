@@ -79,8 +79,8 @@ async def test_a_crawl_on_a_redis_at_maxmemory_still_skips_what_redis_knows(
 
     import redis
 
-    from scrapy_domainstate.config import Config
-    from scrapy_domainstate.record import DomainStat, State
+    from scrapy_domainstate.core.config import Config
+    from scrapy_domainstate.core.record import DomainStat, State
     from scrapy_domainstate.store.redis import RedisStore
 
     require_redis_server()

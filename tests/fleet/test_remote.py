@@ -28,10 +28,10 @@ from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.task import deferLater
 
-from scrapy_domainstate.config import Config, ConfigError
-from scrapy_domainstate.keys import domain_key
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
-from scrapy_domainstate.remote import (
+from scrapy_domainstate.core.config import Config, ConfigError
+from scrapy_domainstate.core.keys import domain_key
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.fleet.remote import (
     CircuitBreaker,
     InvalidResponse,
     RemoteClient,

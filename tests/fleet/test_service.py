@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from scrapy_domainstate.config import DAY, Config, ConfigError
-from scrapy_domainstate.record import DomainStat, State
-from scrapy_domainstate.remote import RemoteVerdict, adopt, is_domain_key
+from scrapy_domainstate.core.config import DAY, Config, ConfigError
+from scrapy_domainstate.core.record import DomainStat, State
+from scrapy_domainstate.fleet.remote import RemoteVerdict, adopt, is_domain_key
 from scrapy_domainstate.service import Vote, compute_consensus, load_tokens
 from tests import ROOT
 
@@ -566,7 +566,7 @@ async def test_any_domain_store_holds_the_consensus_records() -> None:
     """``make_site`` in-process, with a memory store: the consensus of each report lands in it."""
     from twisted.internet import reactor
 
-    from scrapy_domainstate.remote import RemoteClient
+    from scrapy_domainstate.fleet.remote import RemoteClient
     from scrapy_domainstate.service import make_site
     from scrapy_domainstate.store import MemoryStore
 

@@ -26,9 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import DomainStat, State
-from scrapy_domainstate.remote import RemoteVerdict, adopt, parse_lookup_response
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import DomainStat, State
+from scrapy_domainstate.fleet.remote import RemoteVerdict, adopt, parse_lookup_response
 from tests.fleet.test_service import TOKENS, ServiceProcess, lookup, report, request
 
 HUGE = int("1" + "0" * 399)

@@ -28,10 +28,10 @@ import pytest
 import pytest_twisted
 from scrapy.exceptions import IgnoreRequest
 
-from scrapy_domainstate._browser import BrowserRoute, rendered_by_playwright
-from scrapy_domainstate.classify import Classifier
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import Method, Outcome, State
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Method, Outcome, State
+from scrapy_domainstate.detect.classify import Classifier
+from scrapy_domainstate.runtime.browser import BrowserRoute, rendered_by_playwright
 from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.testing.offline import CHROMIUM, chromium_launch_options
 from scrapy_domainstate.testing.resolver import HOSTS_SETTING, REFUSED

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import pytest
 import pytest_twisted
 
-from scrapy_domainstate.record import State
+from scrapy_domainstate.core.record import State
 
 ADDON = {"scrapy_domainstate.Addon": 0}
 
@@ -122,7 +122,7 @@ async def test_disabled_plugin_logs_one_info_line_and_no_warning(
 async def test_ttl_duration_strings_in_a_crawl(sites: Any, crawl_settings: dict[str, Any], run_crawl: Any) -> None:
     import time
 
-    from scrapy_domainstate.config import Config
+    from scrapy_domainstate.core.config import Config
     from scrapy_domainstate.store.lmdb import LmdbStore
 
     settings = {**_with_addon(crawl_settings), "DOMAINSTATE_TTL": {"unknown": "2h", "dead": "30d"}}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest_twisted
 from scrapy.exceptions import IgnoreRequest
 
-from scrapy_domainstate.record import Method, State
+from scrapy_domainstate.core.record import Method, State
 from tests.scrapy.test_e2e import ds_defaults, record_of, states
 
 PATHS = ("/", "/page1", "/page2", "/contact")

@@ -15,9 +15,9 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 
 from scrapy_domainstate import signals as ds_signals
-from scrapy_domainstate.config import Config, ConfigError
-from scrapy_domainstate.keys import purpose_key
-from scrapy_domainstate.record import Method, Outcome, State
+from scrapy_domainstate.core.config import Config, ConfigError
+from scrapy_domainstate.core.keys import purpose_key
+from scrapy_domainstate.core.record import Method, Outcome, State
 from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.store.memory import MemoryStore
 from scrapy_domainstate.testing.resolver import HOSTS_SETTING

@@ -17,10 +17,11 @@ import pytest
 import pytest_twisted
 
 import scrapy_domainstate
-from scrapy_domainstate import open_store, textscan
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Decision
-from scrapy_domainstate.record import DomainStat, State
+from scrapy_domainstate import open_store
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision
+from scrapy_domainstate.core.record import DomainStat, State
+from scrapy_domainstate.detect import scan as textscan
 from scrapy_domainstate.store import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import ROOT, SEED_READINGS
@@ -202,7 +203,7 @@ async def test_startup_line_and_close_summary(
     assert sites.requests("cold.test") == [] and sites.requests("refused.test") == []
 
     # Both crawls are in the store's crawl log, which the report reads.
-    from scrapy_domainstate.crawllog import read_crawls
+    from scrapy_domainstate.tools.crawllog import read_crawls
 
     with open_store(path) as store:
         crawls = read_crawls(store.store)
@@ -416,7 +417,7 @@ async def test_queued_requests_are_rechecked_when_a_domain_turns_cold(
 def test_send_gate_hands_places_over_in_order() -> None:
     from scrapy import Request
 
-    from scrapy_domainstate._sendgate import SendGate
+    from scrapy_domainstate.runtime.sendgate import SendGate
 
     gate = SendGate()
     requests = [Request(f"http://a.test/{i}") for i in range(5)]
@@ -459,8 +460,8 @@ def test_send_gate_hands_places_over_in_order() -> None:
 def test_startup_message_parts() -> None:
     from scrapy.settings import Settings
 
-    from scrapy_domainstate._browser import BrowserRoute
-    from scrapy_domainstate._startup import startup_message
+    from scrapy_domainstate.runtime.browser import BrowserRoute
+    from scrapy_domainstate.runtime.startup import startup_message
 
     off = BrowserRoute.check(Config.from_settings({}), Settings())
     message, args = startup_message(

@@ -20,10 +20,10 @@ from scrapy.http import HtmlResponse, Request
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from scrapy_domainstate import _routing as routing
 from scrapy_domainstate import signals as ds_signals
+from scrapy_domainstate.core import routing
+from scrapy_domainstate.core.policy import Decision
 from scrapy_domainstate.middleware import DomainStateMiddleware
-from scrapy_domainstate.policy import Decision
 
 CONTACT = b"<html><body><p>Write to info@shop.test for anything at all.</p></body></html>"
 EMPTY = b"<html><body><p>Nothing to see on this page, only plain words.</p></body></html>"

@@ -18,8 +18,8 @@ import pytest_twisted
 from scrapy import Request
 from scrapy.http import Response, TextResponse
 
-from scrapy_domainstate.keys import purpose_key
-from scrapy_domainstate.record import Method, Outcome, State
+from scrapy_domainstate.core.keys import purpose_key
+from scrapy_domainstate.core.record import Method, Outcome, State
 from scrapy_domainstate.testing.crawl import RecordingSpider
 from scrapy_domainstate.testing.sites import shop_paths
 from tests.scrapy.test_e2e import ds_defaults as ds

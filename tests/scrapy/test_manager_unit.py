@@ -23,13 +23,14 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 
-from scrapy_domainstate import _registry, shell
+from scrapy_domainstate import shell
 from scrapy_domainstate import signals as ds_signals
+from scrapy_domainstate.core.keys import purpose_key
+from scrapy_domainstate.core.record import Method, Outcome, State
 from scrapy_domainstate.extension import DomainStateExtension
-from scrapy_domainstate.keys import purpose_key
-from scrapy_domainstate.manager import DomainStateManager
 from scrapy_domainstate.middleware import DomainStateMiddleware
-from scrapy_domainstate.record import Method, Outcome, State
+from scrapy_domainstate.runtime import registry as _registry
+from scrapy_domainstate.runtime.manager import DomainStateManager
 from scrapy_domainstate.spidermw import DomainStateSpiderMiddleware
 from scrapy_domainstate.store.memory import MemoryStore
 
@@ -456,7 +457,7 @@ def test_callable_source() -> None:
 
 
 def test_bad_callable_path_fails_at_start_up() -> None:
-    from scrapy_domainstate.config import ConfigError
+    from scrapy_domainstate.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="cannot import"):
         build_from_crawler(DomainStateMiddleware, _crawler(DOMAINSTATE_OUTCOME="nowhere.to_be_found"))
@@ -526,7 +527,7 @@ def test_a_failing_store_degrades_to_fetch_with_one_warning(caplog: pytest.LogCa
 def test_a_store_that_refuses_writes_is_not_said_to_fail_decisions(caplog: pytest.LogCaptureFixture) -> None:
     """The one WARNING says what the crawl does for the kind of call that failed first: a store
     that refuses writes (a Redis at maxmemory) still serves decisions."""
-    from scrapy_domainstate._telemetry import Telemetry
+    from scrapy_domainstate.runtime.telemetry import Telemetry
 
     for first, said, unsaid in (
         ("flush", "decisions read it while it answers", "fall back"),

@@ -18,9 +18,9 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
 from scrapy_domainstate import signals
-from scrapy_domainstate._alarm import BlockedAlarm
-from scrapy_domainstate._polite import HostPauses, polite_key, polite_record, remembered, retry_after
-from scrapy_domainstate.record import Outcome, State
+from scrapy_domainstate.core.record import Outcome, State
+from scrapy_domainstate.runtime.alarm import BlockedAlarm
+from scrapy_domainstate.runtime.polite import HostPauses, polite_key, polite_record, remembered, retry_after
 from scrapy_domainstate.testing.sites import EXTRA_PAGES, PAGES
 from tests.scrapy.test_e2e import ds_defaults as ds
 from tests.scrapy.test_e2e import record_of, states

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest_twisted
 
-from scrapy_domainstate.crawllog import CrawlSummary
-from scrapy_domainstate.record import Method, Outcome, State
-from scrapy_domainstate.report import state_reason
+from scrapy_domainstate.core.record import Method, Outcome, State
+from scrapy_domainstate.tools.crawllog import CrawlSummary
+from scrapy_domainstate.tools.report import state_reason
 from tests.scrapy.test_e2e import ds, record_of
 
 

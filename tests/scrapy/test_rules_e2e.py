@@ -12,7 +12,7 @@ import pytest
 import pytest_twisted
 from scrapy.exceptions import IgnoreRequest
 
-from scrapy_domainstate.record import State
+from scrapy_domainstate.core.record import State
 from scrapy_domainstate.testing.resolver import HOSTS_SETTING, NXDOMAIN
 from tests.scrapy.test_e2e import ds, record_of, states
 

@@ -22,7 +22,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from scrapy_domainstate.config import SETTINGS, Config
+from scrapy_domainstate.core.config import SETTINGS, Config
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import ROOT
 
@@ -44,7 +44,7 @@ from scrapy.crawler import CrawlerProcess
 from scrapy_domainstate import signals as ds_signals
 from scrapy_domainstate.testing.offline import loopback_only
 from scrapy_domainstate.testing.sites import FRIENDLY, PAGES, SiteServer
-import scrapy_domainstate.addon, scrapy_domainstate.manager, scrapy_domainstate.store.lmdb  # noqa
+import scrapy_domainstate.addon, scrapy_domainstate.runtime.manager, scrapy_domainstate.store.lmdb  # noqa
 
 HOSTS = 400
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel

@@ -1,7 +1,7 @@
 """The hot-path shortcuts give exactly what the plain code gives.
 
-- :func:`~scrapy_domainstate.record.encode_spliced` (a record's kept entries copied
-  from its stored bytes) is byte for byte :func:`~scrapy_domainstate.record.encode`;
+- :func:`~scrapy_domainstate.core.record.encode_spliced` (a record's kept entries copied
+  from its stored bytes) is byte for byte :func:`~scrapy_domainstate.core.record.encode`;
 - the LMDB store, which splices and writes in key order, stores the same bytes as a
   plain encode of what the policy computes.
 """
@@ -13,9 +13,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Policy
-from scrapy_domainstate.record import (
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Policy
+from scrapy_domainstate.core.record import (
     DomainStat,
     Method,
     Outcome,

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import Method, Outcome, RecentEntry, State, encode
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry, State, encode
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import ROOT, T0
 
@@ -139,7 +139,7 @@ def test_records_missing_from_the_index_are_still_evicted(tmp_path: Path) -> Non
 OPEN_IN_CHILD = textwrap.dedent(
     """
     import json, sys
-    from scrapy_domainstate.config import Config
+    from scrapy_domainstate.core.config import Config
     from scrapy_domainstate.store.base import StoreError
     from scrapy_domainstate.store.lmdb import LmdbStore
 
@@ -223,8 +223,8 @@ async def test_a_truncated_file_closes_the_spider_before_its_first_request(
 FULL_DISK = textwrap.dedent(
     """
     import json, os, resource, signal, sys
-    from scrapy_domainstate.config import Config
-    from scrapy_domainstate.record import Method, Outcome, RecentEntry
+    from scrapy_domainstate.core.config import Config
+    from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
     from scrapy_domainstate.store.base import StoreError
     from scrapy_domainstate.store.lmdb import LmdbStore
 

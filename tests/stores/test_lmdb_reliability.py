@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_domainstate._time import DAY
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Decision
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
+from scrapy_domainstate.core.clock import DAY
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
 from scrapy_domainstate.store import lmdb as lmdb_store
 from scrapy_domainstate.store.base import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
@@ -34,8 +34,8 @@ TIMEOUT = 60
 WORKER = textwrap.dedent(
     """
     import json, os, random, sys, time
-    from scrapy_domainstate.config import Config
-    from scrapy_domainstate.record import Method, Outcome, RecentEntry
+    from scrapy_domainstate.core.config import Config
+    from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
     from scrapy_domainstate.store.lmdb import LmdbStore
 
     T0 = 1_700_000_000.0

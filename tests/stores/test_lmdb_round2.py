@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import Method, Outcome, RecentEntry
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
 from scrapy_domainstate.store import lmdb as lmdb_store
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import ROOT, T0
@@ -32,8 +32,8 @@ SMALL_MAP = 1 << 16
 GROW = textwrap.dedent(
     """
     import sys
-    from scrapy_domainstate.config import Config
-    from scrapy_domainstate.record import Method, Outcome, RecentEntry
+    from scrapy_domainstate.core.config import Config
+    from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
     from scrapy_domainstate.store.lmdb import LmdbStore
 
     store = LmdbStore(Config(lmdb_path=sys.argv[1], lmdb_map_size=1 << 16, flush_size=500, flush_interval=1e9))

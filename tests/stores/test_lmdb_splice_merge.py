@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Policy
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, encode
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Policy
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, encode
 from scrapy_domainstate.store import lmdb as lmdb_store
 from scrapy_domainstate.store.base import apply_entries
 from scrapy_domainstate.store.lmdb import LmdbStore

@@ -17,9 +17,9 @@ import pytest
 
 redis = pytest.importorskip("redis")
 
-from scrapy_domainstate.config import Config, ConfigError  # noqa: E402
-from scrapy_domainstate.policy import Decision  # noqa: E402
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, encode  # noqa: E402
+from scrapy_domainstate.core.config import Config, ConfigError  # noqa: E402
+from scrapy_domainstate.core.policy import Decision  # noqa: E402
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, encode  # noqa: E402
 from scrapy_domainstate.store import StoreError  # noqa: E402
 from scrapy_domainstate.store.redis import RedisStore  # noqa: E402
 from scrapy_domainstate.testing.delay_proxy import DelayProxy  # noqa: E402

@@ -19,9 +19,9 @@ import pytest
 
 redis = pytest.importorskip("redis")
 
-from scrapy_domainstate.config import Config, ConfigError  # noqa: E402
-from scrapy_domainstate.policy import Decision  # noqa: E402
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State  # noqa: E402
+from scrapy_domainstate.core.config import Config, ConfigError  # noqa: E402
+from scrapy_domainstate.core.policy import Decision  # noqa: E402
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State  # noqa: E402
 from scrapy_domainstate.store import DomainStore, MemoryStore, StoreError  # noqa: E402
 from scrapy_domainstate.store.redis import RedisStore, mask_url  # noqa: E402
 from scrapy_domainstate.testing.redis_server import RedisServer, redis_store_factory, require_redis_server  # noqa: E402

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate._time import DAY
-from scrapy_domainstate.config import DEFAULT_TTL, Config
-from scrapy_domainstate.policy import Decision, Policy
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.clock import DAY
+from scrapy_domainstate.core.config import DEFAULT_TTL, Config
+from scrapy_domainstate.core.policy import Decision, Policy
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store.base import DomainStore, StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.store.memory import MemoryStore

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_domainstate.commands.domainstate import Progress, _parse_ttl, _span
-from scrapy_domainstate.config import DAY, Config
-from scrapy_domainstate.csvio import COLUMNS, DERIVED_COLUMNS, EXPORTED_COLUMNS, read_csv, write_csv
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.config import DAY, Config
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store.lmdb import LmdbStore
+from scrapy_domainstate.tools.commands.domainstate import Progress, _parse_ttl, _span
+from scrapy_domainstate.tools.csvio import COLUMNS, DERIVED_COLUMNS, EXPORTED_COLUMNS, read_csv, write_csv
 
 SCRAPY = (sys.executable, "-m", "scrapy", "domainstate")
 VALID = "valid states: unknown, dead, antibot-soft, antibot-hard, friendly, cold"
@@ -523,8 +523,8 @@ def test_sweep(work: Path, db: Path) -> None:
 
 WRITER = """
 import random, sys, time
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.record import Method, Outcome, RecentEntry
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry
 from scrapy_domainstate.store.lmdb import LmdbStore
 
 store = LmdbStore(Config(lmdb_path=sys.argv[1], flush_size=50, flush_interval=0.05))

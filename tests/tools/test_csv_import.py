@@ -1,6 +1,6 @@
 """CSV import and export (issue 13 break 6, issue 15 item 7).
 
-The codec (:mod:`scrapy_domainstate.csvio`) directly, fuzzed with hypothesis (never an
+The codec (:mod:`scrapy_domainstate.tools.csvio`) directly, fuzzed with hypothesis (never an
 exception other than the returned row errors), and ``scrapy domainstate import`` as a
 user runs it: a subprocess, so a traceback would show on stderr.
 """
@@ -22,14 +22,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate.commands.domainstate._import import Spool, check, write
-from scrapy_domainstate.commands.domainstate._output import Failure
-from scrapy_domainstate.config import DAY, DEFAULT_TTL, Config
-from scrapy_domainstate.csvio import COLUMNS, read_csv, write_csv
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
+from scrapy_domainstate.core.config import DAY, DEFAULT_TTL, Config
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
 from scrapy_domainstate.store import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.store.memory import MemoryStore
+from scrapy_domainstate.tools.commands.domainstate._import import Spool, check, write
+from scrapy_domainstate.tools.commands.domainstate._output import Failure
+from scrapy_domainstate.tools.csvio import COLUMNS, read_csv, write_csv
 
 NOW = 1_750_000_000.0
 HEADER = ",".join(COLUMNS)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from scrapy_domainstate.config import ConfigError
+from scrapy_domainstate.core.config import ConfigError
 from tests import ROOT
 
 _spec = importlib.util.spec_from_file_location("economy", ROOT / "benchmarks" / "economy.py")
@@ -442,11 +442,11 @@ def test_head_probe_has_its_own_timeout_rate():
 
 
 def test_the_simulator_asks_the_plugins_evidence_module():
-    """The two mismatches of issue 10, answered by scrapy_domainstate._evidence."""
+    """The two mismatches of issue 10, answered by scrapy_domainstate.detect.evidence."""
     from economy_sim import world
     from economy_sim.answers import Judge
 
-    from scrapy_domainstate.record import Outcome
+    from scrapy_domainstate.core.record import Outcome
 
     judge = Judge()
     # a site whose root answers 404: the root's GET is a dead signal, other URLs are URL-dead

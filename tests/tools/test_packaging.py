@@ -50,7 +50,7 @@ def test_metadata_lives_in_setup_cfg() -> None:
     assert cfg["metadata"]["license_expression"] == "BSD-3-Clause"
     assert cfg["metadata"]["version"] == "attr: scrapy_domainstate.__version__"
     assert _lines(cfg["options.entry_points"]["scrapy.commands"]) == [
-        "domainstate = scrapy_domainstate.commands.domainstate:Command"
+        "domainstate = scrapy_domainstate.tools.commands.domainstate:Command"
     ]
     assert set(cfg["options.extras_require"]) == {"browser", "redis", "chart", "test"}
     install = [Requirement(r) for r in _lines(cfg["options"]["install_requires"])]
@@ -148,4 +148,4 @@ def test_the_wheel_carries_the_metadata(tmp_path: Path) -> None:
     assert metadata["License-Expression"] == "BSD-3-Clause"
     assert set(metadata.get_all("Provides-Extra")) == {"browser", "redis", "chart", "test"}
     assert "scrapy>=2.19" in metadata.get_all("Requires-Dist")
-    assert "domainstate = scrapy_domainstate.commands.domainstate:Command" in entry_points
+    assert "domainstate = scrapy_domainstate.tools.commands.domainstate:Command" in entry_points

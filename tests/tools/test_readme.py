@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 
-from scrapy_domainstate.config import SETTINGS, Config
+from scrapy_domainstate.core.config import SETTINGS, Config
 from tests import ROOT
 
 

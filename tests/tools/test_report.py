@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_domainstate.config import DAY, Config
-from scrapy_domainstate.policy import Policy
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
-from scrapy_domainstate.report import render_html, summarize
+from scrapy_domainstate.core.config import DAY, Config
+from scrapy_domainstate.core.policy import Policy
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store.lmdb import LmdbStore
+from scrapy_domainstate.tools.report import render_html, summarize
 
 CHROMIUM = "/usr/bin/chromium"
 EVIL = '<script>alert("x")</script>.example'
@@ -116,7 +116,7 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     store.open()
     for stat in _stats(now):
         store.put(stat)
-    from scrapy_domainstate.crawllog import CrawlSummary, append_crawl
+    from scrapy_domainstate.tools.crawllog import CrawlSummary, append_crawl
 
     append_crawl(
         store,
@@ -371,7 +371,7 @@ def test_charts_of_a_young_store_have_several_bars() -> None:
 
 
 def test_what_it_saved_crawl_by_crawl(tmp_path: Path) -> None:
-    from scrapy_domainstate.crawllog import KEEP, CrawlSummary, append_crawl, read_crawls
+    from scrapy_domainstate.tools.crawllog import KEEP, CrawlSummary, append_crawl, read_crawls
 
     now = time.time()
     stats = {
@@ -457,7 +457,7 @@ def test_host_facts_and_purpose_records_are_shown_as_part_of_their_domain() -> N
 
 
 def test_long_reasons_are_short_with_the_details_on_demand() -> None:
-    from scrapy_domainstate.report import SHORT_REASON, _reason
+    from scrapy_domainstate.tools.report import SHORT_REASON, _reason
 
     long = "last: network-error timeout after a very long wait on the host's own server"
     cell = _reason(long)
@@ -495,7 +495,7 @@ def test_report_fits_a_1400_px_window(tmp_path: Path) -> None:
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is not installed (Debian package 'chromium'): the page was not rendered")
     pytest.importorskip("playwright")
-    from scrapy_domainstate.crawllog import CrawlSummary
+    from scrapy_domainstate.tools.crawllog import CrawlSummary
 
     now = time.time()
     crawl = CrawlSummary(

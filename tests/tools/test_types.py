@@ -39,7 +39,9 @@ def test_public_names_have_their_real_types(tmp_path: Path) -> None:
     assert "-> scrapy_domainstate.middleware.DomainStateMiddleware" in revealed[1]
     assert "-> scrapy_domainstate.extension.DomainStateExtension" in revealed[2]
     assert "-> scrapy_domainstate.spidermw.DomainStateSpiderMiddleware" in revealed[3]
-    assert re.fullmatch(r"typing.Mapping\[scrapy_domainstate.record.State, (builtins.)?float \| None\]", revealed[4])
+    assert re.fullmatch(
+        r"typing.Mapping\[scrapy_domainstate.core.record.State, (builtins.)?float \| None\]", revealed[4]
+    )
     # a wrong call is caught: the add-on's signature is known
     assert 'incompatible type "int"; expected "BaseSettings"' in out
 

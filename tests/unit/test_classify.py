@@ -37,11 +37,11 @@ from twisted.names import error as dnserror
 from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
-from scrapy_domainstate._time import DAY
-from scrapy_domainstate.classify import Classifier, Verdict, normalize_headers
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.markers import BUILTIN_MARKERS, SMALL_PAGE, merge_markers
-from scrapy_domainstate.record import Outcome
+from scrapy_domainstate.core.clock import DAY
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.record import Outcome
+from scrapy_domainstate.detect.classify import Classifier, Verdict, normalize_headers
+from scrapy_domainstate.detect.markers import BUILTIN_MARKERS, SMALL_PAGE, merge_markers
 
 ANTIBOT = Outcome.ANTIBOT
 DEAD = Outcome.DEAD

@@ -12,9 +12,9 @@ import json
 import pytest
 from scrapy.settings import BaseSettings, Settings
 
-from scrapy_domainstate._time import DAY
-from scrapy_domainstate.config import DEFAULT_TTL, SETTINGS, Config, ConfigError
-from scrapy_domainstate.record import State
+from scrapy_domainstate.core.clock import DAY
+from scrapy_domainstate.core.config import DEFAULT_TTL, SETTINGS, Config, ConfigError
+from scrapy_domainstate.core.record import State
 
 PREFIX = "DOMAINSTATE_"
 BY_NAME = {s.name: s for s in SETTINGS}
@@ -543,7 +543,7 @@ def test_field_annotations_agree_with_the_rows_types():
 
 
 def test_a_field_without_a_row_fails_at_import():
-    from scrapy_domainstate.config import FROM_TABLE, _defaults_from_table
+    from scrapy_domainstate.core.config import FROM_TABLE, _defaults_from_table
 
     class Stray:
         __annotations__ = {"enabled": "bool", "not_a_setting": "int"}
@@ -554,7 +554,7 @@ def test_a_field_without_a_row_fails_at_import():
 
 
 def test_a_field_default_that_differs_from_its_row_fails_at_import():
-    from scrapy_domainstate.config import FROM_TABLE, _defaults_from_table
+    from scrapy_domainstate.core.config import FROM_TABLE, _defaults_from_table
 
     names = {s.field: "Any" for s in SETTINGS}
     body = dict.fromkeys(names, FROM_TABLE)
@@ -567,7 +567,7 @@ def test_a_field_default_that_differs_from_its_row_fails_at_import():
 
 
 def test_a_row_without_a_parser_gets_one_from_its_type():
-    from scrapy_domainstate.config import _s
+    from scrapy_domainstate.core.config import _s
 
     assert _s("DOMAINSTATE_X", 3, "int", "doc").value("7") == 7
     assert _s("DOMAINSTATE_X", 1.5, "float", "doc").value("0.5") == 0.5
@@ -623,8 +623,8 @@ def test_none_is_refused_where_a_duration_must_be_finite():
 
 
 def test_the_command_and_the_settings_share_one_duration_parser():
-    from scrapy_domainstate import _time
-    from scrapy_domainstate.commands import domainstate
+    from scrapy_domainstate.core import clock as _time
+    from scrapy_domainstate.tools.commands import domainstate
 
     for text, seconds in DURATIONS:
         assert _time.parse_duration(text) == seconds
@@ -637,7 +637,7 @@ def test_the_command_and_the_settings_share_one_duration_parser():
 
 
 def test_unknown_settings_suggest_the_closest_name():
-    from scrapy_domainstate.config import unknown_settings
+    from scrapy_domainstate.core.config import unknown_settings
 
     found = unknown_settings(
         [
@@ -660,7 +660,7 @@ def test_unknown_settings_suggest_the_closest_name():
 
 
 def test_unknown_settings_log_one_warning_each(caplog):
-    from scrapy_domainstate.config import log_unknown_settings
+    from scrapy_domainstate.core.config import log_unknown_settings
 
     settings = Settings({"DOMAINSTATE_COLD_TRESHOLD": 10, "DOMAINSTATE_TTL": {}})
     with caplog.at_level("DEBUG", logger="scrapy_domainstate"):
@@ -676,13 +676,13 @@ def test_unknown_settings_log_one_warning_each(caplog):
 
 
 def test_every_setting_name_is_known():
-    from scrapy_domainstate.config import unknown_settings
+    from scrapy_domainstate.core.config import unknown_settings
 
     assert unknown_settings(BY_NAME) == []
 
 
 def test_a_nullable_row_gives_an_explicit_none_to_its_parser():
-    from scrapy_domainstate.config import _raw, _s
+    from scrapy_domainstate.core.config import _raw, _s
 
     def off_or_dict(name, value):
         return None if value is None else dict(value)

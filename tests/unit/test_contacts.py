@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from scrapy_domainstate.contacts import find_contacts, has_contact
+from scrapy_domainstate.detect.contacts import find_contacts, has_contact
 
 
 def page(fragment: str, pad: int = 0) -> bytes:

@@ -1,4 +1,4 @@
-"""The evidence rules (scrapy_domainstate._evidence), table-driven, with plain values only."""
+"""The evidence rules (scrapy_domainstate.detect.evidence), table-driven, with plain values only."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from scrapy_domainstate._evidence import (
+from scrapy_domainstate.core.record import Method, Outcome
+from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.evidence import (
     CACHE,
     JS_SHELL,
     NOT_EVIDENCE,
@@ -25,8 +27,6 @@ from scrapy_domainstate._evidence import (
     response_verdict,
     with_usefulness,
 )
-from scrapy_domainstate.classify import Classifier, Verdict
-from scrapy_domainstate.record import Method, Outcome
 
 FETCH, TAB = Method.FETCH, Method.TAB
 OK = Verdict(Outcome.OK_EMPTY, 200)

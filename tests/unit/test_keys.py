@@ -1,4 +1,4 @@
-"""Tests of :mod:`scrapy_domainstate.keys` (docs/SPEC.md section 4, "Domain keys")."""
+"""Tests of :mod:`scrapy_domainstate.core.keys` (docs/SPEC.md section 4, "Domain keys")."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import requests.adapters
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate import keys
-from scrapy_domainstate.keys import MAX_KEY_BYTES, domain_key, host_of, is_site_root
+from scrapy_domainstate.core import keys
+from scrapy_domainstate.core.keys import MAX_KEY_BYTES, domain_key, host_of, is_site_root
 
 
 @pytest.mark.parametrize(

@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
-from scrapy_domainstate.classify import Classifier, Verdict
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.contacts import has_contact
-from scrapy_domainstate.markers import LANDER_MAX_BYTES, PARKED_MAX_BYTES
-from scrapy_domainstate.policy import Policy
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
-from scrapy_domainstate.report import state_reason
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Policy
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
+from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.contacts import has_contact
+from scrapy_domainstate.detect.markers import LANDER_MAX_BYTES, PARKED_MAX_BYTES
 from scrapy_domainstate.testing.sites import PARKED_PAGE, parked_page
+from scrapy_domainstate.tools.report import state_reason
 from tests import T0
 
 HERE = Path(__file__).parent

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from scrapy_domainstate._time import DAY
-from scrapy_domainstate.config import DEFAULT_TTL, Config
-from scrapy_domainstate.policy import Decision, Policy, Transition
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.clock import DAY
+from scrapy_domainstate.core.config import DEFAULT_TTL, Config
+from scrapy_domainstate.core.policy import Decision, Policy, Transition
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from tests import T0
 
 DOMAIN = "example.com"

@@ -8,10 +8,10 @@ held for 30 days.
 
 from __future__ import annotations
 
-from scrapy_domainstate._time import DAY, FUTURE_MARGIN, HOUR
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Decision, Policy
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.clock import DAY, FUTURE_MARGIN, HOUR
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision, Policy
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from tests import T0
 
 JUMP = 2 * DAY

@@ -12,9 +12,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import SHELL_RENDER, Policy, Transition, _count
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import SHELL_RENDER, Policy, Transition, _count
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from tests import T0
 
 DAY = 86400.0

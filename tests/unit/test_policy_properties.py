@@ -12,10 +12,10 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate._time import DAY
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Decision, Policy
-from scrapy_domainstate.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.clock import DAY
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision, Policy
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from tests import T0
 
 DOMAIN = "example.com"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_domainstate.keys import host_fact_key
-from scrapy_domainstate.policy import SHELL_RENDER, Decision, Policy
-from scrapy_domainstate.record import DomainStat, Method, RecentEntry, State, decode, decode_decision, encode
+from scrapy_domainstate.core.keys import host_fact_key
+from scrapy_domainstate.core.policy import SHELL_RENDER, Decision, Policy
+from scrapy_domainstate.core.record import DomainStat, Method, RecentEntry, State, decode, decode_decision, encode
 from tests.unit.test_policy import (
     ANTIBOT,
     BLOCK,
@@ -420,8 +420,8 @@ def test_block_constant_is_a_hard_block():
 
 
 def test_rule7_the_evidence_module_marks_the_render_of_a_shell():
-    from scrapy_domainstate import _evidence as evidence
-    from scrapy_domainstate.classify import Verdict
+    from scrapy_domainstate.detect import evidence
+    from scrapy_domainstate.detect.classify import Verdict
 
     page = Verdict(CONTACT, 200)
     shell = Verdict(EMPTY, 200, "js-shell", browser_fixable=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Decision, Policy
-from scrapy_domainstate.record import Outcome, State
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Decision, Policy
+from scrapy_domainstate.core.record import Outcome, State
 from tests.unit.test_policy import ANTIBOT, BLOCK, CONTACT, DAY, DEAD, EMPTY, HTTP_ERR, NET_ERR, F, H, Sim, T, step
 from tests.unit.test_policy_rules import _host_sim
 

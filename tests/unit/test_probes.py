@@ -1,4 +1,4 @@
-"""One HEAD probe per domain (scrapy_domainstate._probes): the gate, the probe request."""
+"""One HEAD probe per domain (scrapy_domainstate.runtime.probes): the gate, the probe request."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import defer, reactor
 from twisted.internet.task import deferLater
 
-from scrapy_domainstate._probes import META_PROBE, ProbeGate, probe_request
+from scrapy_domainstate.runtime.probes import META_PROBE, ProbeGate, probe_request
 
 
 def _gate(timeout: float = 5.0) -> tuple[ProbeGate, list[str]]:

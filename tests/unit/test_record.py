@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate.record import (
+from scrapy_domainstate.core.record import (
     MAX_TIME,
     VERSION,
     DomainStat,

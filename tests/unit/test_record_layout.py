@@ -1,10 +1,10 @@
 """The spliced encoding from a kept layout gives exactly what the plain encoding gives.
 
-:func:`~scrapy_domainstate.record.encode_on` packs only the header and the new entries of
-a record, on the :data:`~scrapy_domainstate.record.Layout` of the bytes it extends (taken
-by :func:`~scrapy_domainstate.record.decode_with_layout` or returned by the previous
+:func:`~scrapy_domainstate.core.record.encode_on` packs only the header and the new entries of
+a record, on the :data:`~scrapy_domainstate.core.record.Layout` of the bytes it extends (taken
+by :func:`~scrapy_domainstate.core.record.decode_with_layout` or returned by the previous
 ``encode_on``); chained over many batches it must stay byte for byte
-:func:`~scrapy_domainstate.record.encode`, and the layout it returns must be the layout
+:func:`~scrapy_domainstate.core.record.encode`, and the layout it returns must be the layout
 of the bytes it returns.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate.config import Config
-from scrapy_domainstate.policy import Policy
-from scrapy_domainstate.record import (
+from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.policy import Policy
+from scrapy_domainstate.core.record import (
     DomainStat,
     Method,
     Outcome,

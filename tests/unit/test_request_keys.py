@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_domainstate import textscan
-from scrapy_domainstate.keys import domain_key, host_fact_key, request_keys
+from scrapy_domainstate.core.keys import domain_key, host_fact_key, request_keys
+from scrapy_domainstate.detect import scan as textscan
 
 URLS = [
     "https://shop.example.co.uk/a?b=1",

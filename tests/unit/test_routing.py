@@ -1,4 +1,4 @@
-"""Where a request goes (scrapy_domainstate._routing), table-driven, with plain values only."""
+"""Where a request goes (scrapy_domainstate.core.routing), table-driven, with plain values only."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from scrapy_domainstate._routing import (
+from scrapy_domainstate.core.policy import Decision
+from scrapy_domainstate.core.routing import (
     DOMAIN,
     NO_BROWSER,
     NO_DOMAIN,
@@ -22,7 +23,6 @@ from scrapy_domainstate._routing import (
     robots_txt,
     route,
 )
-from scrapy_domainstate.policy import Decision
 
 PLAIN = RequestFacts(scheme="https", domain="example.com")
 FORCED = replace(PLAIN, force=True)

@@ -1,8 +1,8 @@
 """The fast body scans give the answers of the plain ones they replaced (issue 14).
 
 The reference implementations below are the project's own earlier code, kept verbatim as the
-specification: the tag loop of :func:`~scrapy_domainstate.textscan.visible_text` and the plain
-contact scans of :mod:`scrapy_domainstate.contacts` (one ``find`` pass per kind). Each is
+specification: the tag loop of :func:`~scrapy_domainstate.detect.scan.visible_text` and the plain
+contact scans of :mod:`scrapy_domainstate.detect.contacts` (one ``find`` pass per kind). Each is
 compared with the code in use on generated HTML-ish strings (tags, comments, scripts, unclosed
 elements, cut at any point), on every page of the real-page corpus (``tests/unit/corpus``) and
 on the pages of ``benchmarks/overhead.py``.
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate import contacts
-from scrapy_domainstate.classify import Classifier
-from scrapy_domainstate.contacts import (
+from scrapy_domainstate.detect import contacts
+from scrapy_domainstate.detect.classify import Classifier
+from scrapy_domainstate.detect.contacts import (
     _AT_ENTITY,
     _BEFORE_OK,
     _DIGIT,
@@ -42,7 +42,7 @@ from scrapy_domainstate.contacts import (
     find_contacts,
     has_contact,
 )
-from scrapy_domainstate.textscan import HAVE_HYPERSCAN, lowered, visible_text
+from scrapy_domainstate.detect.scan import HAVE_HYPERSCAN, lowered, visible_text
 from tests import ROOT
 from tests.unit.test_corpus import load_corpus
 
@@ -226,7 +226,7 @@ def test_visible_text_reads_markup_cut_by_its_window_edges(limit: int) -> None:
 
 # ------------------------------------------------------------------ reference: the contact scan
 
-# The plain scans of scrapy_domainstate.contacts as they were before the one-pass engine (their
+# The plain scans of scrapy_domainstate.detect.contacts as they were before the one-pass engine (their
 # tables and regular expressions are imported: they did not change).
 
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate import textscan
-from scrapy_domainstate.classify import EXTENDED_SCAN_CAP, Classifier
-from scrapy_domainstate.textscan import (
+from scrapy_domainstate.detect import scan as textscan
+from scrapy_domainstate.detect.classify import EXTENDED_SCAN_CAP, Classifier
+from scrapy_domainstate.detect.scan import (
     HAVE_HYPERSCAN,
     LiteralScanner,
     extended_view,

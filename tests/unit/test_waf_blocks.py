@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from scrapy.http import Headers
 
-from scrapy_domainstate.classify import Classifier
-from scrapy_domainstate.record import Outcome
+from scrapy_domainstate.core.record import Outcome
+from scrapy_domainstate.detect.classify import Classifier
 
 CLASSIFIER = Classifier()
 URL = "https://www.example.com/page"

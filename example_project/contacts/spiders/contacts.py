@@ -33,7 +33,7 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from scrapy_domainstate.contacts import find_contacts
+from scrapy_domainstate.detect.contacts import find_contacts
 
 #: Words in a link's URL or text that suggest a page with contact details.
 CONTACT_WORDS = (
