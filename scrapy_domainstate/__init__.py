@@ -45,14 +45,14 @@ __all__ = [
 #: components load lazily, so the pure parts (policy, record, keys) import without
 #: pulling in Scrapy's machinery.
 _LAZY = {
-    "Addon": ".addon",
-    "DomainStateExtension": ".extension",
-    "DomainStateMiddleware": ".middleware",
-    "DomainStatePipeline": ".pipeline",
-    "DomainStateSpiderMiddleware": ".spidermw",
-    "StoreHandle": "._api",
-    "UrlDecision": "._api",
-    "open_store": "._api",
+    "Addon": "scrapy_domainstate.addon",
+    "DomainStateExtension": "scrapy_domainstate.extension",
+    "DomainStateMiddleware": "scrapy_domainstate.middleware",
+    "DomainStatePipeline": "scrapy_domainstate.pipeline",
+    "DomainStateSpiderMiddleware": "scrapy_domainstate.spidermw",
+    "StoreHandle": "scrapy_domainstate.tools.api",
+    "UrlDecision": "scrapy_domainstate.tools.api",
+    "open_store": "scrapy_domainstate.tools.api",
 }
 
 
@@ -60,7 +60,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 

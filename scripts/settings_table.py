@@ -1,8 +1,8 @@
-"""Render the README's settings table from ``scrapy_domainstate.core.config.SETTINGS``, the one list of settings.
+"""Render the settings reference (docs/settings.rst) from ``scrapy_domainstate.core.config.SETTINGS``, the one list of settings.
 
-``python scripts/settings_table.py --write`` rewrites the table in README.rst, ``--check``
-exits 1 when it is out of date, no option prints it; ``tests/tools/test_readme.py`` fails when the
-README and the code disagree.
+``python scripts/settings_table.py --write`` rewrites the table in docs/settings.rst, ``--check``
+exits 1 when it is out of date, no option prints it; ``tests/tools/test_docs.py`` fails when the
+page and the code disagree.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 START, END = ".. SETTINGS-TABLE-START", ".. SETTINGS-TABLE-END"
+PAGE = "docs/settings.rst"
 
 
 def _default(value: object) -> str:
@@ -59,16 +60,16 @@ def readme_block(text: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", action="store_true", help="rewrite README.rst")
-    parser.add_argument("--check", action="store_true", help="exit 1 when README.rst's table is out of date")
+    parser.add_argument("--write", action="store_true", help="rewrite docs/settings.rst")
+    parser.add_argument("--check", action="store_true", help="exit 1 when docs/settings.rst's table is out of date")
     args = parser.parse_args()
     table = render()
-    path = ROOT / "README.rst"
+    path = ROOT / PAGE
     text = path.read_text(encoding="utf-8")
     if args.check:
         if readme_block(text) == table:
             return 0
-        sys.stderr.write("README.rst's settings table is out of date: run python scripts/settings_table.py --write\n")
+        sys.stderr.write(f"{PAGE}'s settings table is out of date: run python scripts/settings_table.py --write\n")
         return 1
     if not args.write:
         sys.stdout.write(table)

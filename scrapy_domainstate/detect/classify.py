@@ -478,15 +478,32 @@ def _failure_types() -> dict[str, tuple[type[BaseException], ...]]:
         tls += (SSL.Error,)
     except ImportError:  # pragma: no cover - pyOpenSSL comes with Scrapy
         pass
+
+    def scrapy_own(*names: str) -> tuple[type[BaseException], ...]:
+        """Scrapy's own download errors of these names (2.19 added most; older ones raise Twisted's)."""
+        return tuple(getattr(sx, name) for name in names if hasattr(sx, name))
+
     return {
         "tls": tls,
-        "dns": (sx.CannotResolveHostError, tx.DNSLookupError, socket.gaierror, nx.DNSNameError, nx.DNSServerError),
+        "dns": (
+            *scrapy_own("CannotResolveHostError"),
+            tx.DNSLookupError,
+            socket.gaierror,
+            nx.DNSNameError,
+            nx.DNSServerError,
+        ),
         "dns_temporary": (nx.DNSServerError, nx.DNSQueryTimeoutError),
-        "refused": (sx.DownloadConnectionRefusedError, tx.ConnectionRefusedError, ConnectionRefusedError),
-        "timeout": (sx.DownloadTimeoutError, tx.TimeoutError, tx.TCPTimedOutError, TimeoutError, defer.TimeoutError),
+        "refused": (*scrapy_own("DownloadConnectionRefusedError"), tx.ConnectionRefusedError, ConnectionRefusedError),
+        "timeout": (
+            *scrapy_own("DownloadTimeoutError"),
+            tx.TimeoutError,
+            tx.TCPTimedOutError,
+            TimeoutError,
+            defer.TimeoutError,
+        ),
         "unreachable": (tx.NoRouteError,),
-        "cancelled": (sx.DownloadCancelledError, defer.CancelledError, tx.ConnectingCancelledError),
-        "wrapper": (sx.DownloadFailedError, nc._WrapperException),
+        "cancelled": (*scrapy_own("DownloadCancelledError"), defer.CancelledError, tx.ConnectingCancelledError),
+        "wrapper": (*scrapy_own("DownloadFailedError"), nc._WrapperException),
         "never_received": (nc.ResponseNeverReceived,),
         "response_failed": (nc.ResponseFailed,),
     }

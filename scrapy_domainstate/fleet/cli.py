@@ -21,7 +21,7 @@ from scrapy_domainstate.store import DomainStore, StoreError
 
 __all__ = ["main", "serve"]
 
-logger = logging.getLogger("scrapy_domainstate.service")
+logger = logging.getLogger(__name__)
 
 _DESCRIPTION = "The reference shared domain-state service (docs/SPEC.md section 7), on Twisted."
 

@@ -39,7 +39,7 @@ from scrapy_domainstate.fleet.verdicts import RemoteVerdict, adopt
 __all__ = ["RemoteClient"]
 
 # The name users know (and filter on) since the client lived in scrapy_domainstate/fleet/remote.py.
-logger = logging.getLogger("scrapy_domainstate.fleet.remote")
+logger = logging.getLogger(__name__)
 
 _COUNTERS = (
     "lookups",

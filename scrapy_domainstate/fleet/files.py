@@ -9,7 +9,7 @@ from scrapy_domainstate.core.config import ConfigError
 
 __all__ = ["load_tokens", "make_private"]
 
-logger = logging.getLogger("scrapy_domainstate.service")
+logger = logging.getLogger(__name__)
 
 
 def make_private(path: str, mode: int) -> None:

@@ -31,7 +31,7 @@ from scrapy_domainstate.store import DomainStore, MemoryStore, create_store
 
 __all__ = ["make_site"]
 
-logger = logging.getLogger("scrapy_domainstate.service")
+logger = logging.getLogger(__name__)
 
 _JSON = b"application/json; charset=utf-8"
 

@@ -20,7 +20,7 @@ from scrapy_domainstate.store import DomainStore
 
 __all__ = ["DomainStateService"]
 
-logger = logging.getLogger("scrapy_domainstate.service")
+logger = logging.getLogger(__name__)
 
 
 class DomainStateService:

@@ -56,7 +56,7 @@ __all__ = [
     "wake_shell_engine",
 ]
 
-logger = logging.getLogger("scrapy_domainstate")
+logger = logging.getLogger(__name__)
 
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 #: ``DOMAINSTATE_BROWSER_RENDERED``'s default

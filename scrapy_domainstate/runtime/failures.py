@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["quiet_startup_failures", "store_unavailable"]
 
-logger = logging.getLogger("scrapy_domainstate")
+logger = logging.getLogger(__name__)
 
 #: Where to fix a setting, said once after its own message.
 FIX = "fix it in settings.py, with -s NAME=VALUE or in the spider's custom_settings; the crawl did not start"

@@ -102,7 +102,7 @@ _LEARNING = frozenset({State.UNKNOWN, State.ANTIBOT_SOFT})
 _facts = functools.lru_cache(maxsize=1024)(evidence.Facts)
 _judge = functools.lru_cache(maxsize=4096)(evidence.judge_response)
 _with_usefulness = functools.lru_cache(maxsize=4096)(evidence.with_usefulness)
-logger = logging.getLogger("scrapy_domainstate")
+logger = logging.getLogger(__name__)
 
 #: ``(force, browser, browser_route)`` of a request (see :meth:`DomainStateManager._flags`).
 _Flags = tuple[bool, bool, bool]

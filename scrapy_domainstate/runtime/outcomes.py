@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CALLBACK", "META_OUTCOME", "OutcomeSource"]
 
-logger = logging.getLogger("scrapy_domainstate")
+logger = logging.getLogger(__name__)
 
 #: Request meta key (in, ``DOMAINSTATE_OUTCOME='items'``): set by a callback to override.
 META_OUTCOME = "domainstate_outcome"

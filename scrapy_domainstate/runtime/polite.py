@@ -41,10 +41,36 @@ if TYPE_CHECKING:
 
 __all__ = ["POLITE", "HostPauses", "Politeness", "polite_key", "retry_after"]
 
-logger = logging.getLogger("scrapy_domainstate")
+logger = logging.getLogger(__name__)
 
 #: The purpose name of a domain's politeness record (``example.com|polite``).
 POLITE = "polite"
+
+
+def _slot_jitter_name() -> str:
+    """Scrapy 2.19 gives a slot a ``jitter`` (a share of its delay); before, ``randomize_delay``
+    (a bool: 0.5-1.5 times the delay)."""
+    from scrapy.core.downloader import Slot
+
+    return "jitter" if "jitter" in getattr(Slot, "__annotations__", {}) else "randomize_delay"
+
+
+_JITTER = _slot_jitter_name()
+
+
+def _jitter(slot: Any) -> float:
+    if _JITTER == "jitter":
+        return float(slot.jitter)
+    return 0.5 if slot.randomize_delay else 0.0
+
+
+def _set_jitter(slot: Any, jitter: float) -> None:
+    if _JITTER == "jitter":
+        slot.jitter = jitter
+    else:
+        slot.randomize_delay = jitter > 0
+
+
 #: Statuses that slow a slot down.
 SLOW_DOWN = frozenset({429, 503})
 #: A Retry-After is waited a tenth longer: the server counts from when it answered, the slot
@@ -147,12 +173,12 @@ class Politeness:
         if slot is not None:
             floor = self.floors.get(key)
             if floor is not None and floor.jitter is None:
-                floor.jitter = slot.jitter
-            slot.jitter = 0.0
+                floor.jitter = _jitter(slot)
+            _set_jitter(slot, 0.0)
             slot.delay = max(slot.delay, delay)
             return
         per_slot = downloader.per_slot_settings.setdefault(key, {})
-        per_slot["jitter"] = 0.0
+        per_slot[_JITTER] = 0.0 if _JITTER == "jitter" else False
         per_slot["delay"] = max(per_slot.get("delay", 0.0), delay)
 
     def _base(self, key: str) -> float:
@@ -243,7 +269,7 @@ class Politeness:
         if slot is not None:
             slot.delay = min(slot.delay, floor.base)
             if floor.jitter is not None:
-                slot.jitter = floor.jitter
+                _set_jitter(slot, floor.jitter)
         self._recovered.add(floor.domain)
         self.crawler.stats.inc_value("domainstate/polite/recovered")
 

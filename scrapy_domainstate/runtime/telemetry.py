@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Telemetry", "logger"]
 
-logger = logging.getLogger("scrapy_domainstate")
+logger = logging.getLogger(__name__)
 
 #: Stats keys, formatted once (an f-string of an Enum per request adds up).
 _DECISION_KEYS = {d: f"domainstate/decision/{d.value}" for d in Decision}

@@ -17,7 +17,6 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision, Policy, Transition
@@ -55,16 +54,23 @@ class DomainStore(ABC):
         self.evicted = 0
         #: Buffered outcomes dropped because the backend kept failing (see _trim_buffer).
         self.dropped = 0
+        self._logs: dict[str, list[str]] = {}
 
-    # ------------------------------------------------- construction hooks
+    # ---------------------------------------------------------- lifecycle
 
-    @classmethod
-    def from_crawler(cls, crawler: Any, config: Config, policy: Policy) -> DomainStore:
-        """Build from a crawler. Stores that need crawler settings override this."""
-        return cls(config, policy)
+    def open(self, readonly: bool = False) -> None:  # noqa: B027 - optional hook
+        """Acquire the backend (called at ``spider_opened``, never at import).
 
-    def open(self) -> None:  # noqa: B027 - optional hook
-        """Acquire the backend (called at ``spider_opened``, never at import)."""
+        ``readonly=True`` asks a store that can to never write (LMDB: nor create a
+        database); the others ignore it.
+        """
+
+    def locate(self, create: bool) -> None:  # noqa: B027 - optional hook
+        """Check, before :meth:`open`, that the store is there; ``create``: it may be made.
+
+        Raises :class:`StoreError` naming what is missing (LMDB: a database directory
+        with no ``data.mdb``, when ``create`` is false). Creates nothing.
+        """
 
     def close(self) -> None:
         """Flush and release the backend."""
@@ -72,6 +78,22 @@ class DomainStore(ABC):
 
     def describe(self) -> str:
         return self.name
+
+    # ---------------------------------------------------------- side logs
+
+    def append_log(self, name: str, line: str, keep: int) -> None:
+        """Add ``line`` to the store's log ``name`` (e.g. the crawl log), keeping the last ``keep``.
+
+        A store keeps its logs beside its records (LMDB: a file in its directory, Redis: a
+        list); this default keeps them in memory, for the store's lifetime. May raise.
+        """
+        log = self._logs.setdefault(name, [])
+        log.append(line)
+        del log[:-keep]
+
+    def read_log(self, name: str, keep: int) -> list[str]:
+        """The log ``name``, oldest line first (at most the last ``keep``). May raise."""
+        return list(self._logs.get(name, ()))[-keep:]
 
     # --------------------------------------------------- backend primitives
 

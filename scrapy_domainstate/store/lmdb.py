@@ -46,6 +46,7 @@ import fcntl
 import itertools
 import logging
 import os
+import pathlib
 import struct
 import threading
 import time
@@ -423,6 +424,31 @@ class WriteFailed(StoreError):
     """LMDB refused a write transaction (full disk, I/O error): the breaker's business."""
 
 
+def _find_data_path(path: str) -> str:
+    """Where the LMDB store of ``path`` lives, as Scrapy's ``data_path`` resolves it.
+
+    Found without creating anything (``data_path`` creates a project's
+    ``.scrapy`` directory): relative paths go into the project data directory
+    inside a project, into ``./.scrapy`` outside one.
+    """
+    p = pathlib.Path(os.path.expanduser(path))
+    if not p.is_absolute():
+        from scrapy.utils.conf import closest_scrapy_cfg, get_config
+        from scrapy.utils.project import DATADIR_CFG_SECTION, inside_project
+
+        base = pathlib.Path(".scrapy")
+        if inside_project():
+            cfg = get_config()
+            if cfg.has_option(DATADIR_CFG_SECTION, "default"):
+                base = pathlib.Path(cfg.get(DATADIR_CFG_SECTION, "default"))
+            else:
+                scrapy_cfg = closest_scrapy_cfg()
+                if scrapy_cfg:
+                    base = pathlib.Path(scrapy_cfg).parent / ".scrapy"
+        p = base / p
+    return os.path.realpath(p)
+
+
 class LmdbStore(DomainStore):
     """Domain records in a local LMDB environment (the default store).
 
@@ -476,14 +502,53 @@ class LmdbStore(DomainStore):
     # ------------------------------------------------------------ lifecycle
 
     def _resolve_path(self, create: bool) -> str:
+        """Where the database lives: a relative path in the Scrapy project's data directory,
+        as Scrapy's ``data_path`` says (which creates that directory: only when ``create``)."""
         path = os.path.expanduser(self.config.lmdb_path)
-        if not os.path.isabs(path):
-            from scrapy.utils.project import data_path
+        if os.path.isabs(path):
+            return os.path.realpath(path)
+        if not create:
+            return _find_data_path(path)
+        from scrapy.utils.project import data_path
 
-            path = data_path(path, createdir=create)
-        return os.path.realpath(path)
+        return os.path.realpath(data_path(path, createdir=True))
 
-    def open(self, readonly: bool | None = None) -> None:
+    def locate(self, create: bool) -> None:
+        path = self._resolve_path(create=False)
+        if not create and not os.path.exists(os.path.join(path, "data.mdb")):
+            raise StoreError(f"no domainstate database at {path} (DOMAINSTATE_LMDB_PATH={self.config.lmdb_path!r})")
+
+    def append_log(self, name: str, line: str, keep: int) -> None:
+        """The log is a file beside the database, ``<name>.jsonl``, locked while written
+        (several processes may close at once) and cut back to ``keep`` lines at twice that."""
+        if not self.path:
+            super().append_log(name, line, keep)
+            return
+        with open(os.path.join(self.path, f"{name}.jsonl"), "a+", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                fh.write(line + "\n")
+                fh.flush()
+                fh.seek(0)
+                lines = fh.readlines()
+                if len(lines) > 2 * keep:
+                    fh.seek(0)
+                    fh.truncate()
+                    fh.writelines(lines[-keep:])
+                    fh.flush()
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def read_log(self, name: str, keep: int) -> list[str]:
+        if not self.path:
+            return super().read_log(name, keep)
+        try:
+            with open(os.path.join(self.path, f"{name}.jsonl"), encoding="utf-8", errors="replace") as fh:
+                return [line.rstrip("\n") for line in fh][-keep:]
+        except FileNotFoundError:
+            return []
+
+    def open(self, readonly: bool | None = None) -> None:  # None: as built
         """Open (or join) the environment. Idempotent."""
         if readonly is not None and self._shared is None:
             self.readonly = readonly

@@ -355,10 +355,20 @@ class RedisStore(DomainStore):
     def url(self) -> str | None:
         return self.config.redis_url
 
+    def append_log(self, name: str, line: str, keep: int) -> None:
+        """The log is a Redis list, ``<prefix><name>``, newest first."""
+        client = self._require()
+        client.lpush(f"{self.prefix}{name}", line)
+        client.ltrim(f"{self.prefix}{name}", 0, keep - 1)
+
+    def read_log(self, name: str, keep: int) -> list[str]:
+        raw = self._require().lrange(f"{self.prefix}{name}", 0, keep - 1)
+        return [x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in reversed(raw)]
+
     def describe(self) -> str:
         return f"redis {mask_url(self.url)} (prefix {self.prefix!r})"
 
-    def open(self) -> None:
+    def open(self, readonly: bool = False) -> None:
         if self._client is not None:
             return
         url = self.url

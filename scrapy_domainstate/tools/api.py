@@ -212,14 +212,5 @@ def open_store(path_or_settings: Any = None, readonly: bool = True) -> StoreHand
     """
     config = _config(path_or_settings)
     store = create_store(config)
-    if _is_lmdb(store):
-        store.open(readonly=readonly)  # type: ignore[call-arg]
-    else:
-        store.open()
+    store.open(readonly=readonly)
     return StoreHandle(store, config, readonly=readonly)
-
-
-def _is_lmdb(store: DomainStore) -> bool:
-    from scrapy_domainstate.store.lmdb import LmdbStore
-
-    return isinstance(store, LmdbStore)

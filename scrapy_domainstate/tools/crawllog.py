@@ -27,17 +27,17 @@ memory store on the store object.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy_domainstate.core.record import State
 from scrapy_domainstate.tools.showtext import plural
+
+if TYPE_CHECKING:
+    from scrapy_domainstate.store.base import DomainStore
 
 __all__ = ["KEEP", "CrawlSummary", "append_crawl", "read_crawls"]
 
@@ -45,7 +45,6 @@ logger = logging.getLogger(__name__)
 
 #: Crawls kept in a store's crawl log (the oldest are dropped).
 KEEP = 200
-_FILE = "crawls.jsonl"
 _PREFIX = "domainstate/"
 #: Skip reasons (``domainstate/skip/{reason}``) whose GET would have been followed by a render.
 _FAILING_SKIPS = frozenset({State.DEAD.value, State.ANTIBOT_HARD.value, "dead-url"})
@@ -272,72 +271,20 @@ def _counts(value: Any) -> dict[str, int]:
 # ------------------------------------------------------------- persistence
 
 
-def _lmdb_file(store: Any) -> str | None:
-    from scrapy_domainstate.store.lmdb import LmdbStore
-
-    if isinstance(store, LmdbStore) and store.path:
-        return os.path.join(store.path, _FILE)
-    return None
+#: The log's name in the store (LMDB: ``crawls.jsonl`` beside the database; Redis:
+#: ``<prefix>crawls``): see :meth:`~scrapy_domainstate.store.DomainStore.append_log`.
+LOG = "crawls"
 
 
-def _redis_client(store: Any) -> tuple[Any, str] | None:
-    try:
-        from scrapy_domainstate.store.redis import RedisStore
-    except ImportError:  # pragma: no cover - redis-py missing
-        return None
-    if isinstance(store, RedisStore):
-        return store._require(), f"{store.prefix}crawls"
-    return None
-
-
-def append_crawl(store: Any, summary: CrawlSummary) -> None:
+def append_crawl(store: DomainStore, summary: CrawlSummary) -> None:
     """Add ``summary`` to the store's crawl log, keeping the last :data:`KEEP`. May raise."""
-    line = json.dumps(summary.to_json(), separators=(",", ":"), sort_keys=True)
-    path = _lmdb_file(store)
-    if path is not None:
-        with open(path, "a+", encoding="utf-8") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)  # several processes may close at once
-            try:
-                fh.write(line + "\n")
-                fh.flush()
-                fh.seek(0)
-                lines = fh.readlines()
-                if len(lines) > 2 * KEEP:
-                    fh.seek(0)
-                    fh.truncate()
-                    fh.writelines(lines[-KEEP:])
-                    fh.flush()
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-        return
-    redis = _redis_client(store)
-    if redis is not None:
-        client, key = redis
-        client.lpush(key, line)
-        client.ltrim(key, 0, KEEP - 1)
-        return
-    log: list[str] = store.__dict__.setdefault("crawl_log", [])
-    log.append(line)
-    del log[:-KEEP]
+    store.append_log(LOG, json.dumps(summary.to_json(), separators=(",", ":"), sort_keys=True), KEEP)
 
 
-def read_crawls(store: Any, limit: int = KEEP) -> list[CrawlSummary]:
+def read_crawls(store: DomainStore, limit: int = KEEP) -> list[CrawlSummary]:
     """The store's crawl log, oldest first (at most ``limit``). Unreadable lines are skipped."""
-    lines: list[str | bytes] = []
-    path = _lmdb_file(store)
-    if path is not None:
-        with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8", errors="replace") as fh:
-            lines = list(fh)
-    else:
-        redis = _redis_client(store)
-        if redis is not None:
-            client, key = redis
-            lines = list(reversed(client.lrange(key, 0, KEEP - 1)))
-        else:
-            lines = list(store.__dict__.get("crawl_log", []))
     out = []
-    for line in lines:
-        text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    for text in store.read_log(LOG, KEEP):
         if not text.strip():
             continue
         try:

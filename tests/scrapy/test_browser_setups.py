@@ -89,7 +89,7 @@ def domainstate_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "scrapy_domainstate" and r.levelno == logging.WARNING and "no browser" in r.getMessage()
+        if r.name.startswith("scrapy_domainstate") and r.levelno == logging.WARNING and "no browser" in r.getMessage()
     ]
 
 

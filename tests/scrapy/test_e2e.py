@@ -21,7 +21,7 @@ from scrapy_domainstate.core.record import Method, Outcome, State
 from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.store.memory import MemoryStore
 from scrapy_domainstate.testing.resolver import HOSTS_SETTING
-from tests import SEED_READINGS
+from tests import NEEDS_SCRAPY_2_19, SEED_READINGS
 
 ADDON = {"scrapy_domainstate.Addon": 0}
 
@@ -208,6 +208,7 @@ async def test_failures_are_classified(sites: Any, crawl_settings: Any, run_craw
     assert servfail.state is State.UNKNOWN
 
 
+@NEEDS_SCRAPY_2_19
 @pytest_twisted.ensureDeferred
 async def test_tls_certificates_are_dead_signals(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
     settings = ds(crawl_settings)
@@ -231,6 +232,7 @@ async def test_tls_certificates_are_dead_signals(sites: Any, crawl_settings: Any
     assert states(settings, "tls-expired.test")["tls-expired.test"] is State.DEAD
 
 
+@NEEDS_SCRAPY_2_19
 @pytest_twisted.ensureDeferred
 async def test_useful_site_behind_a_bad_certificate_is_never_dead(
     sites: Any, crawl_settings: Any, run_crawl: Any

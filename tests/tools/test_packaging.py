@@ -52,7 +52,7 @@ def test_metadata_lives_in_setup_cfg() -> None:
     assert _lines(cfg["options.entry_points"]["scrapy.commands"]) == [
         "domainstate = scrapy_domainstate.tools.commands.domainstate:Command"
     ]
-    assert set(cfg["options.extras_require"]) == {"browser", "redis", "chart", "test"}
+    assert set(cfg["options.extras_require"]) == {"browser", "redis", "chart", "test", "dev", "docs"}
     install = [Requirement(r) for r in _lines(cfg["options"]["install_requires"])]
     assert {r.name for r in install} == {"scrapy", "twisted", "tldextract", "lmdb", "hyperscan"}
 
@@ -82,8 +82,23 @@ def test_declared_minimums_are_met_by_the_tested_environment() -> None:
         if req.marker is not None and not req.marker.evaluate():
             continue
         assert req.specifier.contains(Version(version(req.name)), prereleases=True), (text, version(req.name))
-    scrapy = next(Requirement(r) for r in install if r.startswith("scrapy"))
-    assert scrapy.specifier.contains("2.19.0") and not scrapy.specifier.contains("2.18.9")
+
+
+def test_the_floors_are_the_versions_the_minimum_session_pins() -> None:
+    """setup.cfg's minimums are exactly constraints/minimum.txt's pins (the nox session's)."""
+    pins = {}
+    for line in (ROOT / "constraints" / "minimum.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            req = Requirement(line)
+            pins[req.name] = next(iter(req.specifier)).version
+    install = {Requirement(r).name: Requirement(r) for r in _lines(_setup_cfg()["options"]["install_requires"])}
+    for name, pinned in pins.items():
+        floors = [spec.version for spec in install[name].specifier if spec.operator == ">="]
+        assert floors and Version(pinned) == Version(floors[0]), (name, pinned, floors)
+    assert set(pins) == {"scrapy", "twisted", "tldextract", "lmdb"}
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert "constraints/minimum.txt" in noxfile
+    assert "nox" in (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
 
 
 def test_license_file_is_bsd_3_clause() -> None:
@@ -146,6 +161,6 @@ def test_the_wheel_carries_the_metadata(tmp_path: Path) -> None:
     assert metadata["Name"] == "scrapy-domainstate"
     assert metadata["Version"] == scrapy_domainstate.__version__
     assert metadata["License-Expression"] == "BSD-3-Clause"
-    assert set(metadata.get_all("Provides-Extra")) == {"browser", "redis", "chart", "test"}
-    assert "scrapy>=2.19" in metadata.get_all("Requires-Dist")
+    assert set(metadata.get_all("Provides-Extra")) == {"browser", "redis", "chart", "test", "dev", "docs"}
+    assert "scrapy>=2.14" in metadata.get_all("Requires-Dist")
     assert "domainstate = scrapy_domainstate.tools.commands.domainstate:Command" in entry_points

@@ -126,3 +126,20 @@ def test_absolute_imports_only() -> None:
 def test_pure_floors_load_neither_scrapy_nor_twisted(module: str) -> None:
     out = subprocess.run([sys.executable, "-c", _PROBE, module], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [], f"importing {module} loads {out.strip()}"
+
+
+def test_one_logger_per_module_named_after_it() -> None:
+    """``logging.getLogger(__name__)``: a user filters on ``scrapy_domainstate`` (or a floor)."""
+    named = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "logger" for t in node.targets)
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "attr", None) == "getLogger"
+            ):
+                arg = node.value.args[0] if node.value.args else None
+                if not (isinstance(arg, ast.Name) and arg.id == "__name__"):
+                    named[str(path.relative_to(PACKAGE))] = ast.unparse(node.value)
+    assert not named, named

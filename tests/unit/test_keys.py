@@ -385,3 +385,14 @@ def test_site_key_is_a_suffix_of_the_host(host: str) -> None:
 def test_fast_path_agrees_with_general_parser(prefix: str, rest: str) -> None:
     value = prefix + rest
     assert keys._raw_host(value) == keys._raw_host_slow(value)
+
+
+def test_the_examples_in_keys_docstrings_hold() -> None:
+    """The docstrings' ``>>>`` examples are the keys' documentation: they must stay true."""
+    import doctest
+
+    from scrapy_domainstate.core import keys
+
+    result = doctest.testmod(keys, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 5
+    assert result.failed == 0

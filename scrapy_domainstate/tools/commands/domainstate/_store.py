@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import enum
-import os
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 
 from scrapy.settings import BaseSettings
 
-from scrapy_domainstate.core.config import Config, import_object
+from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.keys import part_of
 from scrapy_domainstate.core.policy import Policy
 from scrapy_domainstate.core.record import DomainStat
-from scrapy_domainstate.store import DomainStore, create_store
+from scrapy_domainstate.store import DomainStore, StoreError, create_store
 from scrapy_domainstate.tools.commands.domainstate._output import Failure
 from scrapy_domainstate.tools.showtext import decided_as
 
@@ -33,55 +30,19 @@ class Access(enum.Enum):
     NONE = "none"
 
 
-def resolve_lmdb_path(path: str) -> str:
-    """Where the LMDB store of ``path`` lives, as Scrapy's ``data_path`` resolves it.
-
-    Done here, without creating anything (``data_path`` creates a project's
-    ``.scrapy`` directory): relative paths go into the project data directory
-    inside a project, into ``./.scrapy`` outside one.
-    """
-    p = Path(os.path.expanduser(path))
-    if not p.is_absolute():
-        from scrapy.utils.conf import closest_scrapy_cfg, get_config
-        from scrapy.utils.project import DATADIR_CFG_SECTION, inside_project
-
-        base = Path(".scrapy")
-        if inside_project():
-            cfg = get_config()
-            if cfg.has_option(DATADIR_CFG_SECTION, "default"):
-                base = Path(cfg.get(DATADIR_CFG_SECTION, "default"))
-            else:
-                scrapy_cfg = closest_scrapy_cfg()
-                if scrapy_cfg:
-                    base = Path(scrapy_cfg).parent / ".scrapy"
-        p = base / p
-    return os.path.realpath(p)
-
-
 def _open(settings: BaseSettings, access: Access) -> DomainStore:
     """The configured store, opened as ``access`` says."""
     config = Config.from_settings(settings)
-    from scrapy_domainstate.store.lmdb import LmdbStore
-
-    try:
-        cls = import_object(config.store)
-    except (ImportError, NameError, ValueError, AttributeError):
-        cls = None  # create_store reports it
-    if isinstance(cls, type) and issubclass(cls, LmdbStore):
-        path = resolve_lmdb_path(config.lmdb_path)
-        if access is not Access.CREATE and not os.path.exists(os.path.join(path, "data.mdb")):
-            raise Failure(
-                1,
-                f"no domainstate database at {path} (DOMAINSTATE_LMDB_PATH="
-                f"{settings.get('DOMAINSTATE_LMDB_PATH') or config.lmdb_path!r}); nothing was created. "
-                "Run the command in the project directory, or pass -s DOMAINSTATE_LMDB_PATH=/path/to/db.",
-            )
-        config = dataclasses.replace(config, lmdb_path=path)
     store = create_store(config, Policy(config))
-    if access is Access.READ and isinstance(store, LmdbStore):
-        store.open(readonly=True)
-    else:
-        store.open()
+    try:
+        store.locate(create=access is Access.CREATE)
+    except StoreError as exc:
+        raise Failure(
+            1,
+            f"{exc}; nothing was created. Run the command in the project directory, or pass "
+            "-s DOMAINSTATE_LMDB_PATH=/path/to/db.",
+        ) from exc
+    store.open(readonly=access is Access.READ)
     return store
 
 

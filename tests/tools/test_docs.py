@@ -1,9 +1,11 @@
-"""The README documents every setting with the code's default."""
+"""The user's page (README.rst) and the reference (docs/): every setting documented with the
+code's default, the README short and clean, the quick-start commands real."""
 
 from __future__ import annotations
 
 import importlib.util
 import pathlib
+import re
 
 from scrapy_domainstate.core.config import SETTINGS, Config
 from tests import ROOT
@@ -17,14 +19,17 @@ def _table_module():  # type: ignore[no-untyped-def]
     return module
 
 
-def test_readme_settings_table_matches_code() -> None:
+SETTINGS_PAGE = ROOT / "docs" / "settings.rst"
+
+
+def test_settings_page_table_matches_code() -> None:
     table = _table_module()
-    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    readme = SETTINGS_PAGE.read_text(encoding="utf-8")
     assert table.readme_block(readme) == table.render(), "run: python scripts/settings_table.py --write"
 
 
 def test_every_setting_is_documented_with_its_default() -> None:
-    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    readme = SETTINGS_PAGE.read_text(encoding="utf-8")
     table = _table_module()
     for setting in SETTINGS:
         assert f"``{setting.name}``" in readme
@@ -77,12 +82,13 @@ def test_settings_table_script_checks_and_writes(tmp_path: pathlib.Path) -> None
 
     copy = tmp_path / "repo"
     (copy / "scripts").mkdir(parents=True)
+    (copy / "docs").mkdir()
     shutil.copy(ROOT / "scripts" / "settings_table.py", copy / "scripts")
     shutil.copytree(ROOT / "scrapy_domainstate", copy / "scrapy_domainstate")
-    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    readme = SETTINGS_PAGE.read_text(encoding="utf-8")
     table = _table_module()
     stale = readme.replace(table.readme_block(readme), "``DOMAINSTATE_GONE``\n    *int*, default ``1``. Old.\n")
-    (copy / "README.rst").write_text(stale, encoding="utf-8")
+    (copy / "docs" / "settings.rst").write_text(stale, encoding="utf-8")
 
     def run(*args: str) -> int:
         done = subprocess.run(
@@ -96,4 +102,18 @@ def test_settings_table_script_checks_and_writes(tmp_path: pathlib.Path) -> None
     assert run("--check") == 1
     assert run("--write") == 0
     assert run("--check") == 0
-    assert (copy / "README.rst").read_text(encoding="utf-8") == readme
+    assert (copy / "docs" / "settings.rst").read_text(encoding="utf-8") == readme
+
+
+def test_readme_is_the_users_page() -> None:
+    """Under 400 lines, and every reference page it points to exists."""
+    readme = (ROOT / "README.rst").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 400
+    linked = set(re.findall(r"<(docs/[\w-]+\.rst)>`__", readme))
+    assert linked, "the README links the reference pages"
+    missing = [page for page in linked if not (ROOT / page).exists()]
+    assert not missing, missing
+    index = (ROOT / "docs" / "index.rst").read_text(encoding="utf-8")
+    for page in sorted((ROOT / "docs").glob("*.rst")):
+        if page.stem != "index":
+            assert f"   {page.stem}\n" in index, f"docs/index.rst does not list {page.name}"
