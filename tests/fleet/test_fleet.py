@@ -48,6 +48,9 @@ from scrapy_domainstate.testing.resolver import HOSTS_SETTING, NXDOMAIN
 from tests import ROOT, SEED_READINGS
 from tests.fleet.test_service import ServiceProcess, request
 
+#: Real processes and real crawls, each test seconds long: run in CI, skipped by -m 'not slow'.
+pytestmark = pytest.mark.slow
+
 reactor: Any = _reactor
 ADDON = {"scrapy_domainstate.Addon": 0}
 REDIS_STORE = "scrapy_domainstate.store.redis.RedisStore"

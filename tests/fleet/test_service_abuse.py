@@ -31,6 +31,9 @@ from scrapy_domainstate.core.record import DomainStat, State
 from scrapy_domainstate.fleet.remote import RemoteVerdict, adopt, parse_lookup_response
 from tests.fleet.test_service import TOKENS, ServiceProcess, lookup, report, request
 
+#: Real processes and real crawls, each test seconds long: run in CI, skipped by -m 'not slow'.
+pytestmark = pytest.mark.slow
+
 HUGE = int("1" + "0" * 399)
 
 

@@ -38,6 +38,9 @@ from scrapy_domainstate.testing.resolver import HOSTS_SETTING, REFUSED
 from scrapy_domainstate.testing.sites import CF_DELAYED, CF_INTERACTIVE, CF_REDIRECT
 from tests import ROOT
 
+#: Real processes and real crawls, each test seconds long: run in CI, skipped by -m 'not slow'.
+pytestmark = pytest.mark.slow
+
 ADDON = {"scrapy_domainstate.Addon": 0}
 BROWSER_START, BROWSER_END = ".. BROWSER-SETTINGS-START", ".. BROWSER-SETTINGS-END"
 

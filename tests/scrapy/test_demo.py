@@ -21,6 +21,9 @@ from twisted.internet.threads import deferToThread
 
 from tests import ROOT
 
+#: Real processes and real crawls, each test seconds long: run in CI, skipped by -m 'not slow'.
+pytestmark = pytest.mark.slow
+
 DEMO = ROOT / "example_project" / "demo.py"
 CHROMIUM = "/usr/bin/chromium"
 DEAD_OR_COLD = ("dead-root", "gone", "nxdomain", "refused", "cold")

@@ -26,6 +26,9 @@ from scrapy_domainstate.store import StoreError
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import ROOT, SEED_READINGS
 
+#: Real processes and real crawls, each test seconds long: run in CI, skipped by -m 'not slow'.
+pytestmark = pytest.mark.slow
+
 ADDON = {"scrapy_domainstate.Addon": 0}
 
 
