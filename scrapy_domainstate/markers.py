@@ -240,7 +240,10 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 r"(?:[?&;]t=|\\u0026t=|['\"]t['\"]\s*:\s*['\"])fe\b",
                 "captcha-delivery.com",
             ),
-            _body("captcha-delivery", "captcha-delivery.com"),
+            # The challenge document: its ``var dd={...}`` object or the captcha host. A normal
+            # page whose DataDome tag names a captcha-delivery.com endpoint is not one.
+            _body("captcha-delivery", "geo.captcha-delivery.com"),
+            _body("captcha-delivery", "var dd={", requires=("captcha-delivery.com",)),
         ),
         "perimeterx": (
             _body("px-captcha", "captcha.px-cdn.net"),
@@ -610,7 +613,7 @@ CAPTCHA_WIDGETS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
         # The widget *elements*, not the vendors' API scripts: single-page apps load those
         # scripts in an empty shell and render their login form later.
         "perimeterx": ("px-captcha", ('id="px-captcha"',)),
-        "datadome": ("captcha", ("captcha-delivery.com",)),
+        "datadome": ("captcha", ("geo.captcha-delivery.com",)),
         "cloudflare": ("turnstile", ("cf-turnstile",)),
         "tencent": ("captcha", ('id="tencentcaptcha"',)),
         "captcha": ("captcha-wall", ("g-recaptcha", "h-captcha", "frc-captcha")),
@@ -625,9 +628,12 @@ CHALLENGE_SCRIPTS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
         # tiny ones included. Bot Fight Mode's interstitial loads /cdn-cgi/bm/cv/.
         "cloudflare": ("script-wall", ("/cdn-cgi/bm/cv/",)),
         "imperva": ("script-wall", ("_incapsula_resource",)),
-        "perimeterx": ("script-wall", ("_pxappid", "px-cdn.net", "perimeterx")),
-        "datadome": ("script-wall", ("captcha-delivery.com", "datadome")),
-        "akamai": ("script-wall", ("bmak.", "/akam/1")),
+        # Only what a vendor serves *instead of* a page: the sensors bot managers put on
+        # every normal page (DataDome's js.datadome.co tag, PerimeterX's _pxAppId snippet and
+        # client.perimeterx.net script, Akamai's /akam/ sensor) never make one a challenge.
+        "perimeterx": ("script-wall", ("px-cdn.net",)),
+        "datadome": ("script-wall", ("captcha-delivery.com",)),
+        "akamai": ("script-wall", ("bmak.",)),
         "aws": ("script-wall", ("awswaf.com", "awswafintegration", "aws-waf-token")),
         "kasada": ("script-wall", ("kpsdk",)),
         "fastly": ("script-wall", ("/_fs-ch-",)),
