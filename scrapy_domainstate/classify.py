@@ -881,37 +881,63 @@ class Classifier:
         found: set[bytes],
         title: bytes | None,
     ) -> Verdict | None:
-        """The verdict of the first of ``markers`` that fires, or ``None``."""
+        """The verdict of the first of ``markers`` that fires, or ``None``.
+
+        A ``fallback`` marker (it proves only the CDN in front of the site) that fires first
+        gives way to a later marker of another vendor that also fires: the most specific
+        evidence names the vendor (generic wording and statuses name none, so they do not).
+        """
+        fallback: _Compiled | None = None
         for c in markers:
-            kind = c.kind
-            detail: str | None = None
-            if kind == "status":
-                pass
-            elif kind == "header":
-                if not self._header_hit(c, hdrs):
-                    continue
-            elif kind == "title":
-                title = self._title(low, ext) if title is None else title
-                if not title or not any(p in title for p in c.title_patterns):
-                    continue
-            elif kind == "body":
-                hits = c.literals & found
-                if not hits or (
-                    c.outside_scripts
-                    and low is not None
-                    and not any((ext and lit in ext) or _outside_scripts(low, lit) for lit in hits)
-                ):
-                    continue
-            elif kind == "regex":
-                match = self._regex_hit(c, low, ext, found)
-                if match is None:
-                    continue
-                detail = (match.group(1) or b"").decode("ascii", "replace") if match.groups() else None
-            if (c.requires or c.unless or c.short_page) and not _conditions_hold(c, low, ext):
+            if fallback is not None and (c.vendor in (fallback.vendor, "generic") or c.marker.fallback):
                 continue
-            hard = c.marker.hard
-            return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)
+            if c.kind == "title" and title is None:
+                title = self._title(low, ext)
+            fired, detail = self._fires(c, hdrs, low, ext, found, title)
+            if not fired:
+                continue
+            if c.marker.fallback and fallback is None:
+                fallback = c
+                continue
+            return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not c.marker.hard)
+        if fallback is not None:
+            return Verdict(Outcome.ANTIBOT, status, fallback.evidence(), browser_fixable=not fallback.marker.hard)
         return None
+
+    def _fires(
+        self,
+        c: _Compiled,
+        hdrs: Mapping[str, str],
+        low: bytes | None,
+        ext: bytes,
+        found: set[bytes],
+        title: bytes | None,
+    ) -> tuple[bool, str | None]:
+        """Whether marker ``c`` fires on this response, and the detail its evidence names."""
+        kind = c.kind
+        detail: str | None = None
+        if kind == "header":
+            if not self._header_hit(c, hdrs):
+                return False, None
+        elif kind == "title":
+            if not title or not any(p in title for p in c.title_patterns):
+                return False, None
+        elif kind == "body":
+            hits = c.literals & found
+            if not hits or (
+                c.outside_scripts
+                and low is not None
+                and not any((ext and lit in ext) or _outside_scripts(low, lit) for lit in hits)
+            ):
+                return False, None
+        elif kind == "regex":
+            match = self._regex_hit(c, low, ext, found)
+            if match is None:
+                return False, None
+            detail = (match.group(1) or b"").decode("ascii", "replace") if match.groups() else None
+        if (c.requires or c.unless or c.short_page) and not _conditions_hold(c, low, ext):
+            return False, None
+        return True, detail
 
     @staticmethod
     def _title(low: bytes | None, ext: bytes) -> bytes:

@@ -1,0 +1,132 @@
+# ruff: noqa: RUF001  (the pages are in Russian, Chinese and Japanese, punctuation included)
+"""Rules that generalise (issue 26): wording in the main languages, widgets by structure, vendor
+naming by the most specific evidence.
+
+Every page here is SYNTHETIC: written for these tests in the shape of the vendors' and sites'
+pages (a challenge or deny page is short and says one thing; the negative pages quote the same
+words inside an article or carry the widget in a login form). Both scan engines must agree.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scrapy_domainstate.classify import Classifier
+from scrapy_domainstate.record import Outcome
+
+CLASSIFIERS = [Classifier(engine="pure"), Classifier(engine="auto")]
+URL = "https://www.example.com/page"
+
+
+def _judge(classifier: Classifier, status: int, body: str, headers: dict[str, str] | None = None):
+    hdrs = {"Content-Type": "text/html; charset=utf-8", **(headers or {})}
+    return classifier.response(status, hdrs, body.encode("utf-8"), URL, False)
+
+
+def _interstitial(title: str, text: str) -> str:
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head>'
+        f'<body><div class="box"><h1>{title}</h1><p>{text}</p></div></body></html>'
+    )
+
+
+def _article(quote: str) -> str:
+    nav = "".join(f'<li><a href="/post/{i}">Post number {i}</a></li>' for i in range(30))
+    para = "<p>" + "A long paragraph of an ordinary article about the weather and the town. " * 12 + "</p>"
+    return (
+        f'<html><head><meta charset="utf-8"><title>Blog</title></head><body><ul>{nav}</ul>'
+        f"{para * 4}<blockquote>{quote}</blockquote>{para * 4}</body></html>"
+    )
+
+
+VERIFY_PAGES = [
+    ("ru-not-a-robot", "Вы не робот?", "Подтвердите, что запросы отправляли вы, а не робот."),
+    ("ru-one-moment", "Один момент\u2026", "Проверка браузера перед переходом на сайт."),
+    ("zh-verify-human", "安全验证", "请完成安全验证后继续访问。"),
+    ("zh-please-wait", "请稍候\u2026", "正在检查您的浏览器。"),
+    ("ja-wait", "しばらくお待ちください\u2026", "人間であることを確認しています。"),
+    ("es-moment", "Un momento\u2026", "Comprobando tu navegador antes de acceder."),
+    ("pt-moment", "Um momento\u2026", "Verificando seu navegador antes de acessar."),
+    ("de-moment", "Einen Moment\u2026", "Bitte bestätigen Sie, dass Sie ein Mensch sind."),
+    ("fr-instant", "Un instant\u2026", "Vérification de votre navigateur avant d'accéder au site."),
+]
+
+
+@pytest.mark.parametrize("classifier", CLASSIFIERS, ids=["pure", "auto"])
+@pytest.mark.parametrize(("name", "title", "text"), VERIFY_PAGES, ids=[p[0] for p in VERIFY_PAGES])
+def test_verification_wording_in_other_languages_is_a_challenge(
+    classifier: Classifier, name: str, title: str, text: str
+) -> None:
+    verdict = _judge(classifier, 200, _interstitial(title, text))
+    assert verdict.outcome is Outcome.ANTIBOT, (name, verdict)
+    assert not verdict.is_hard_block
+    assert _judge(classifier, 200, _article(f"{title} {text}")).outcome is not Outcome.ANTIBOT
+
+
+DENY_PAGES = [
+    ("ru", "Доступ ограничен", "Ваш IP-адрес заблокирован системой защиты."),
+    ("zh", "访问被拒绝", "您的IP已被封禁，请稍后再试。"),
+    ("ja", "アクセス拒否", "お使いのIPアドレスはブロックされています。"),
+    ("es", "Acceso denegado", "Su dirección IP ha sido bloqueada por motivos de seguridad."),
+    ("pt", "Acesso negado", "Seu endereço IP foi bloqueado."),
+    ("de", "Zugriff verweigert", "Ihre IP-Adresse wurde gesperrt."),
+    ("fr", "Accès refusé", "Votre adresse IP a été bloquée."),
+]
+
+
+@pytest.mark.parametrize("classifier", CLASSIFIERS, ids=["pure", "auto"])
+@pytest.mark.parametrize("status", [200, 403])
+@pytest.mark.parametrize(("lang", "title", "text"), DENY_PAGES, ids=[p[0] for p in DENY_PAGES])
+def test_deny_wording_in_other_languages_is_a_hard_block(
+    classifier: Classifier, status: int, lang: str, title: str, text: str
+) -> None:
+    verdict = _judge(classifier, status, _interstitial(title, text))
+    assert verdict.is_hard_block, (lang, verdict)
+    assert verdict.error_class == "block:generic:blocked"
+    assert _judge(classifier, 200, _article(text)).outcome is not Outcome.ANTIBOT
+
+
+SMARTCAPTCHA_PAGE = (
+    '<!DOCTYPE html><html lang="ru"><head><meta charset="utf-8"><title>Проверка</title>'
+    '<script src="https://smartcaptcha.yandexcloud.net/captcha.js" defer></script></head><body>'
+    '<form method="POST" action="/checkcaptcha"><div id="captcha-container" class="smart-captcha" '
+    'data-sitekey="ysc1_0000"></div><button type="submit">Продолжить</button></form></body></html>'
+)
+SMARTCAPTCHA_LOGIN = (
+    '<!DOCTYPE html><html lang="ru"><head><meta charset="utf-8"><title>Вход</title>'
+    '<script src="https://smartcaptcha.yandexcloud.net/captcha.js" defer></script></head><body>'
+    '<form method="POST" action="/login"><input name="login"><input type="password" name="password">'
+    '<div id="captcha-container" class="smart-captcha" data-sitekey="ysc1_0000"></div>'
+    "<button>Войти</button></form></body></html>"
+)
+
+
+@pytest.mark.parametrize("classifier", CLASSIFIERS, ids=["pure", "auto"])
+def test_a_smartcaptcha_widget_without_a_form_to_fill_is_a_challenge(classifier: Classifier) -> None:
+    verdict = _judge(classifier, 200, SMARTCAPTCHA_PAGE)
+    assert verdict.outcome is Outcome.ANTIBOT and not verdict.is_hard_block
+    assert verdict.error_class == "challenge:yandex:smartcaptcha"
+    assert _judge(classifier, 200, SMARTCAPTCHA_LOGIN).outcome is not Outcome.ANTIBOT
+
+
+PX_BLOCK = (
+    '<!DOCTYPE html><html lang="en"><head><title>Access to this page has been denied</title>'
+    '<script>window._pxAppId="PXabc123";</script>'
+    '<script src="https://captcha.px-cdn.net/PXabc123/captcha.js?a=c&m=0"></script></head>'
+    '<body><div id="px-captcha"></div><p>Press &amp; Hold to confirm you are a human.</p></body></html>'
+)
+
+
+@pytest.mark.parametrize("classifier", CLASSIFIERS, ids=["pure", "auto"])
+def test_the_most_specific_evidence_names_the_vendor(classifier: Classifier) -> None:
+    cf = {"Server": "cloudflare", "CF-RAY": "8a1b2c3d4e5f6a7b-AMS"}
+    # PerimeterX's page served through Cloudflare: PerimeterX's, not the CDN's.
+    verdict = _judge(classifier, 403, PX_BLOCK, cf)
+    assert verdict.error_class is not None and verdict.error_class.split(":")[1] == "perimeterx", verdict
+    # Cloudflare alone in front of a 403 or a 429 with no page we know: still named Cloudflare.
+    bare = "<html><body>Forbidden</body></html>"
+    assert _judge(classifier, 403, bare, cf).error_class == "challenge:cloudflare:cf-ray"
+    assert _judge(classifier, 429, bare, cf).error_class == "challenge:cloudflare:cf-ray"
+    # Deny wording behind Cloudflare: the page's words grade it hard (hard markers come first).
+    verdict = _judge(classifier, 403, _interstitial("Blocked", "Your request has been blocked."), cf)
+    assert verdict.is_hard_block and verdict.error_class == "block:generic:blocked"
