@@ -734,6 +734,7 @@ class Classifier:
         #: if that word is in the view.
         self._phrase_words = tuple(sorted({max(p.split(b" "), key=len) for p in self._phrases}))
         self._phrase_end = re.compile(b"(?:" + b"|".join(re.escape(w) for w in self._phrase_words) + rb")\Z")
+        self._title_phrase = re.compile(b"|".join(re.escape(p) for p in self._phrases))
         self._title_regexes: dict[tuple[int, ...], re.Pattern[bytes]] = {}
         rank = {v: i for i, v in enumerate(HINT_VENDOR_ORDER)}
         self._widgets = self._cues(CAPTCHA_WIDGETS, rank)
@@ -859,7 +860,7 @@ class Classifier:
                 title = self._title(low, ext)
                 if title and any(p in title for p in plan.title_patterns):
                     markers = plan.markers
-            if not markers and (not low or (size > SMALL_PAGE and not ext)):
+            if not markers and (not low or (not small and not ext)):
                 return None  # and too long to be an interstitial
         elif low and plan.title_patterns:
             markers = plan.markers
@@ -867,7 +868,7 @@ class Classifier:
             verdict = self._first_marker(markers, status, hdrs, low, ext, found, title)
             if verdict is not None:
                 return verdict
-        if not low or (size > SMALL_PAGE and not ext and shape is None):
+        if not low or (not small and not ext):
             return None  # a long page with content in its prefix is no interstitial
         return self._structural(status, low, ext, shape, known)
 
@@ -966,7 +967,7 @@ class Classifier:
         """
         shape = shape or _Shape.of(low, ext)
         if not shape.interstitial:
-            return None
+            return self._branded_verdict(status, low, ext, shape)
         if known is not None and not ext:
             cues = known & self._cue_subset.literals
         else:
@@ -996,6 +997,15 @@ class Classifier:
         if shape.empty and not title:
             return self._script_verdict(status, cues, vendor)
         return None
+
+    def _branded_verdict(self, status: int, low: bytes, ext: bytes, shape: _Shape) -> Verdict | None:
+        """A page longer than an interstitial (a branded page explains itself in several
+        languages) that still shows few links and little text: a title that asks to verify is
+        enough. No byte size decides it."""
+        if not shape.branded or self._title_phrase.search(self._title(low, ext)) is None:
+            return None
+        vendor = self._vendor(self.scanner.scan(shape.view, self._cue_subset))
+        return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or 'generic'}:interstitial", True)
 
     def _script_verdict(self, status: int, cues: set[bytes], vendor: str | None) -> Verdict | None:
         """A vendor's challenge script on an otherwise empty page, or ``None``."""
@@ -1332,6 +1342,9 @@ class Classifier:
         title_end = first[0]
         title = title_of(body[title_end - 6 : min(n, title_end + 1300)].lower()) if title_end >= 0 else b""
         if title and self._title_hit(plans, title):
+            return None, found
+        # _structural on a long page that shows little: a verification phrase in its title.
+        if not small and title and self._title_phrase.search(title) is not None and not self._many_links(body):
             return None, found
         # _structural (small pages): no cue literal, no phrase that could be in the title or text.
         if small and (

@@ -130,3 +130,28 @@ def test_the_most_specific_evidence_names_the_vendor(classifier: Classifier) -> 
     # Deny wording behind Cloudflare: the page's words grade it hard (hard markers come first).
     verdict = _judge(classifier, 403, _interstitial("Blocked", "Your request has been blocked."), cf)
     assert verdict.is_hard_block and verdict.error_class == "block:generic:blocked"
+
+
+def _branded(title: str, links: int) -> str:
+    """A site-branded challenge: 40 KB with its styles, its explanation in four languages."""
+    style = "<style>" + ".c{color:#123456;margin:0 auto;padding:4px}" * 900 + "</style>"
+    words = (
+        "We need to make sure that you are a person and not an automated program. "
+        "Nous devons vérifier que vous êtes une personne. Wir müssen prüfen, dass Sie ein Mensch sind. "
+        "Necesitamos comprobar que usted es una persona. "
+    )
+    anchors = "".join(f'<a href="/help/{i}">Help {i}</a> ' for i in range(links))
+    return (
+        f'<html><head><meta charset="utf-8"><title>{title}</title>{style}</head><body>'
+        f"<h1>{title}</h1><p>{words * 7}</p><p>{anchors}</p></body></html>"
+    )
+
+
+@pytest.mark.parametrize("classifier", CLASSIFIERS, ids=["pure", "auto"])
+def test_a_long_branded_challenge_is_found_by_what_it_shows_not_its_size(classifier: Classifier) -> None:
+    page = _branded("Проверка безопасности", links=4)
+    assert len(page.encode()) > 32 * 1024 and len(page) > 1200
+    verdict = _judge(classifier, 200, page)
+    assert verdict.outcome is Outcome.ANTIBOT and not verdict.is_hard_block, verdict
+    # The same words on a page with a site's navigation are a page, not a challenge.
+    assert _judge(classifier, 200, _branded("Проверка безопасности", links=40)).outcome is not Outcome.ANTIBOT
