@@ -860,15 +860,15 @@ class Classifier:
                 title = self._title(low, ext)
                 if title and any(p in title for p in plan.title_patterns):
                     markers = plan.markers
-            if not markers and (not low or (not small and not ext)):
-                return None  # and too long to be an interstitial
+            if not markers and (not low or (size > SMALL_PAGE and not ext and not self._asks_to_verify(low, shape))):
+                return None  # and too long to be an interstitial, unless it shows little and asks
         elif low and plan.title_patterns:
             markers = plan.markers
         if markers:
             verdict = self._first_marker(markers, status, hdrs, low, ext, found, title)
             if verdict is not None:
                 return verdict
-        if not low or (not small and not ext):
+        if not low or (size > SMALL_PAGE and not ext and shape is None):
             return None  # a long page with content in its prefix is no interstitial
         return self._structural(status, low, ext, shape, known)
 
@@ -997,6 +997,10 @@ class Classifier:
         if shape.empty and not title:
             return self._script_verdict(status, cues, vendor)
         return None
+
+    def _asks_to_verify(self, low: bytes, shape: _Shape | None) -> bool:
+        """A long page that shows little (few links, little text) and whose title asks to verify."""
+        return shape is not None and shape.branded and self._title_phrase.search(title_of(low)) is not None
 
     def _branded_verdict(self, status: int, low: bytes, ext: bytes, shape: _Shape) -> Verdict | None:
         """A page longer than an interstitial (a branded page explains itself in several
