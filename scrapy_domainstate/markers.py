@@ -487,7 +487,17 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             _body("captcha", "/errors/validatecaptcha", "csm-captcha-instrumentation"),
             _title("robot-check", "robot check", interstitial=True),
         ),
-        "google": (_body("sorry", 'action="/sorry/index"', "action='/sorry/index'"),),
+        "google": (
+            _body("sorry", 'action="/sorry/index"', "action='/sorry/index'"),
+            # The /sorry/index page itself posts its captcha form to the relative "index".
+            _body(
+                "sorry",
+                'id="captcha-form" action="index"',
+                "id='captcha-form' action='index'",
+                interstitial=True,
+                requires=("unusual traffic",),
+            ),
+        ),
         "sina": (_title("visitor-system", "sina visitor system"),),
         "fastly": (_title("client-challenge", "client challenge", interstitial=True),),
         # CHEQ's script on its 403 "Access Denied" page (the sensor also runs on normal pages).

@@ -155,3 +155,22 @@ def test_a_long_branded_challenge_is_found_by_what_it_shows_not_its_size(classif
     assert verdict.outcome is Outcome.ANTIBOT and not verdict.is_hard_block, verdict
     # The same words on a page with a site's navigation are a page, not a challenge.
     assert _judge(classifier, 200, _branded("Проверка безопасности", links=40)).outcome is not Outcome.ANTIBOT
+
+
+GOOGLE_SORRY = (
+    '<html><head><meta http-equiv="content-type" content="text/html; charset=utf-8">'
+    "<title>https://www.google.com/search?q=example</title></head><body><div>"
+    '<script src="https://www.google.com/recaptcha/api.js" async defer></script>'
+    '<form id="captcha-form" action="index" method="post"><div id="recaptcha" class="g-recaptcha" '
+    'data-sitekey="6LfwuyUTAAAAAOAmoS0fdqijC2PbbdH4kjq62Y1b"></div>'
+    "<input type='hidden' name='q' value='EgQKAQIDGAE'></form><hr noshade size=\"1\">"
+    "<div>About this page<br><br>Our systems have detected unusual traffic from your computer network. "
+    "This page checks to see if it's really you sending the requests, and not a robot.</div></div></body></html>"
+)
+
+
+@pytest.mark.parametrize("classifier", CLASSIFIERS, ids=["pure", "auto"])
+def test_googles_sorry_page_is_named_google(classifier: Classifier) -> None:
+    for status in (200, 429):
+        verdict = _judge(classifier, status, GOOGLE_SORRY)
+        assert verdict.error_class == "challenge:google:sorry", verdict
