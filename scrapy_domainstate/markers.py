@@ -245,6 +245,9 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             _header("x-blocked-by-waf", "x-blocked-by-waf"),
             # The WAF's JS SDK is also embedded in normal pages: only on the WAF's statuses.
             _body("awswaf", "awswaf.com", "/awswaf/", needs_block_status=True, statuses=_AWS_STATUSES),
+            # The challenge document's own parameters (``window.gokuProps = {...}``), which the SDK
+            # on a normal page does not carry: at any status, 200 included (Amazon's shells).
+            _body("challenge", "window.gokuprops", interstitial=True),
             _body(
                 "cloudfront",
                 "the request could not be satisfied",
@@ -486,6 +489,11 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             # The robot-check captcha form; Amazon's normal pages never post to it.
             _body("captcha", "/errors/validatecaptcha", "csm-captcha-instrumentation"),
             _title("robot-check", "robot check", interstitial=True),
+        ),
+        # Reddit's block pages, served as 403/429 without a vendor header.
+        "reddit": (
+            _body("blocked", "blocked by network security", hard=True, interstitial=True, short_page=True),
+            _body("blocked", "whoa there, pardner", hard=True, interstitial=True, short_page=True),
         ),
         "google": (
             _body("sorry", 'action="/sorry/index"', "action='/sorry/index'"),

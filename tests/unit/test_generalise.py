@@ -174,3 +174,29 @@ def test_googles_sorry_page_is_named_google(classifier: Classifier) -> None:
     for status in (200, 429):
         verdict = _judge(classifier, status, GOOGLE_SORRY)
         assert verdict.error_class == "challenge:google:sorry", verdict
+
+
+AWS_SHELL = (
+    '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Amazon.com</title>'
+    '<script>window.gokuProps = {"key":"AQIDAHjcYu/GjX+QlghicBg","iv":"CgAHazsAAAA","context":"abc"};</script>'
+    '<script src="https://a1b2c3.us-east-1.captcha.awswaf.com/a1b2c3/challenge.js"></script></head>'
+    '<body><div id="captcha-container"></div><noscript>JavaScript is disabled</noscript></body></html>'
+)
+REDDIT_BLOCKS = [
+    "<html><head><title>Blocked</title></head><body><h1>whoa there, pardner!</h1><p>Your request has been "
+    "throttled; please try again later.</p></body></html>",
+    "<html><head><title>reddit.com</title></head><body><p>You've been blocked by network security.</p><p>To "
+    "continue, log in to your Reddit account or use your developer token.</p></body></html>",
+]
+
+
+@pytest.mark.parametrize("classifier", CLASSIFIERS, ids=["pure", "auto"])
+def test_vendor_markers_hold_at_200(classifier: Classifier) -> None:
+    verdict = _judge(classifier, 200, AWS_SHELL)
+    assert verdict.error_class == "challenge:aws:challenge", verdict
+    for page in REDDIT_BLOCKS:
+        for status in (200, 403, 429):
+            verdict = _judge(classifier, status, page)
+            assert verdict.is_hard_block and verdict.error_class == "block:reddit:blocked", verdict
+    # A Reddit thread quoting the notice is a page.
+    assert _judge(classifier, 200, _article("You've been blocked by network security.")).outcome is not Outcome.ANTIBOT
