@@ -45,6 +45,7 @@ from scrapy_domainstate.detect.classify import Classifier, Verdict
 ROOT = Path(__file__).resolve().parent.parent
 HOLDOUT = ROOT / "tests" / "unit" / "holdout"
 CORPUS = ROOT / "tests" / "unit" / "corpus"
+SCORING = ROOT / "tests" / "unit" / "scoring"
 PAGE_URL = "https://www.example.com/page"
 HARD, SOFT, NORMAL = "block-hard", "challenge-soft", "normal"
 NOT_A_VENDOR = frozenset({"unknown", "none"})
@@ -62,10 +63,12 @@ class Page:
     vendor: str
     fidelity: str
     source: str
+    duplicate_of: str | None = None
 
     @property
     def counted(self) -> bool:
-        return self.fidelity != "synthetic"
+        """Real and not a near-copy of a vendor template already counted (``duplicate_of``)."""
+        return self.fidelity != "synthetic" and not self.duplicate_of
 
 
 def load(folder: Path) -> list[Page]:
@@ -84,6 +87,7 @@ def load(folder: Path) -> list[Page]:
                 vendor=entry["vendor"],
                 fidelity=entry.get("fidelity", "verbatim" if entry.get("real", True) else "synthetic"),
                 source=entry["source"]["repository"],
+                duplicate_of=entry.get("duplicate_of"),
             )
         )
     return pages
@@ -269,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--verbatim", action="store_true", help="only the byte-exact captures")
     parser.add_argument("--corpus", action="store_true", help="measure the tuning corpus instead")
+    parser.add_argument("--scoring", action="store_true", help="measure the scoring part (tests/unit/scoring)")
     parser.add_argument("--saved", nargs="+", metavar="DIR", help="saved normal pages (folders or bare git dirs)")
     args = parser.parse_args(argv)
     if args.saved:
@@ -277,7 +282,7 @@ def main(argv: list[str] | None = None) -> None:
         for line in flagged:
             print(" ", line)
         return
-    pages = load(CORPUS if args.corpus else HOLDOUT)
+    pages = load(SCORING if args.scoring else CORPUS if args.corpus else HOLDOUT)
     if args.verbatim:
         pages = [p for p in pages if p.fidelity == "verbatim"]
     print(summary(pages))

@@ -751,6 +751,7 @@ class Classifier:
         #: if that word is in the view.
         self._phrase_words = tuple(sorted({max(p.split(b" "), key=len) for p in self._phrases}))
         self._phrase_end = re.compile(b"(?:" + b"|".join(re.escape(w) for w in self._phrase_words) + rb")\Z")
+        self._title_phrase = re.compile(b"|".join(re.escape(p) for p in self._phrases))
         self._title_regexes: dict[tuple[int, ...], re.Pattern[bytes]] = {}
         rank = {v: i for i, v in enumerate(HINT_VENDOR_ORDER)}
         self._widgets = self._cues(CAPTCHA_WIDGETS, rank)
@@ -876,8 +877,8 @@ class Classifier:
                 title = self._title(low, ext)
                 if title and any(p in title for p in plan.title_patterns):
                     markers = plan.markers
-            if not markers and (not low or (size > SMALL_PAGE and not ext)):
-                return None  # and too long to be an interstitial
+            if not markers and (not low or (size > SMALL_PAGE and not ext and not self._asks_to_verify(low, shape))):
+                return None  # and too long to be an interstitial, unless it shows little and asks
         elif low and plan.title_patterns:
             markers = plan.markers
         if markers:
@@ -898,37 +899,63 @@ class Classifier:
         found: set[bytes],
         title: bytes | None,
     ) -> Verdict | None:
-        """The verdict of the first of ``markers`` that fires, or ``None``."""
+        """The verdict of the first of ``markers`` that fires, or ``None``.
+
+        A ``fallback`` marker (it proves only the CDN in front of the site) that fires first
+        gives way to a later marker of another vendor that also fires: the most specific
+        evidence names the vendor (generic wording and statuses name none, so they do not).
+        """
+        fallback: _Compiled | None = None
         for c in markers:
-            kind = c.kind
-            detail: str | None = None
-            if kind == "status":
-                pass
-            elif kind == "header":
-                if not self._header_hit(c, hdrs):
-                    continue
-            elif kind == "title":
-                title = self._title(low, ext) if title is None else title
-                if not title or not any(p in title for p in c.title_patterns):
-                    continue
-            elif kind == "body":
-                hits = c.literals & found
-                if not hits or (
-                    c.outside_scripts
-                    and low is not None
-                    and not any((ext and lit in ext) or _outside_scripts(low, lit) for lit in hits)
-                ):
-                    continue
-            elif kind == "regex":
-                match = self._regex_hit(c, low, ext, found)
-                if match is None:
-                    continue
-                detail = (match.group(1) or b"").decode("ascii", "replace") if match.groups() else None
-            if (c.requires or c.unless or c.short_page) and not _conditions_hold(c, low, ext):
+            if fallback is not None and (c.vendor in (fallback.vendor, "generic") or c.marker.fallback):
                 continue
-            hard = c.marker.hard
-            return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not hard)
+            if c.kind == "title" and title is None:
+                title = self._title(low, ext)
+            fired, detail = self._fires(c, hdrs, low, ext, found, title)
+            if not fired:
+                continue
+            if c.marker.fallback and fallback is None:
+                fallback = c
+                continue
+            return Verdict(Outcome.ANTIBOT, status, c.evidence(detail), browser_fixable=not c.marker.hard)
+        if fallback is not None:
+            return Verdict(Outcome.ANTIBOT, status, fallback.evidence(), browser_fixable=not fallback.marker.hard)
         return None
+
+    def _fires(
+        self,
+        c: _Compiled,
+        hdrs: Mapping[str, str],
+        low: bytes | None,
+        ext: bytes,
+        found: set[bytes],
+        title: bytes | None,
+    ) -> tuple[bool, str | None]:
+        """Whether marker ``c`` fires on this response, and the detail its evidence names."""
+        kind = c.kind
+        detail: str | None = None
+        if kind == "header":
+            if not self._header_hit(c, hdrs):
+                return False, None
+        elif kind == "title":
+            if not title or not any(p in title for p in c.title_patterns):
+                return False, None
+        elif kind == "body":
+            hits = c.literals & found
+            if not hits or (
+                c.outside_scripts
+                and low is not None
+                and not any((ext and lit in ext) or _outside_scripts(low, lit) for lit in hits)
+            ):
+                return False, None
+        elif kind == "regex":
+            match = self._regex_hit(c, low, ext, found)
+            if match is None:
+                return False, None
+            detail = (match.group(1) or b"").decode("ascii", "replace") if match.groups() else None
+        if (c.requires or c.unless or c.short_page) and not _conditions_hold(c, low, ext):
+            return False, None
+        return True, detail
 
     @staticmethod
     def _title(low: bytes | None, ext: bytes) -> bytes:
@@ -957,7 +984,7 @@ class Classifier:
         """
         shape = shape or _Shape.of(low, ext)
         if not shape.interstitial:
-            return None
+            return self._branded_verdict(status, low, ext, shape)
         if known is not None and not ext:
             cues = known & self._cue_subset.literals
         else:
@@ -987,6 +1014,19 @@ class Classifier:
         if shape.empty and not title:
             return self._script_verdict(status, cues, vendor)
         return None
+
+    def _asks_to_verify(self, low: bytes, shape: _Shape | None) -> bool:
+        """A long page that shows little (few links, little text) and whose title asks to verify."""
+        return shape is not None and shape.branded and self._title_phrase.search(title_of(low)) is not None
+
+    def _branded_verdict(self, status: int, low: bytes, ext: bytes, shape: _Shape) -> Verdict | None:
+        """A page longer than an interstitial (a branded page explains itself in several
+        languages) that still shows few links and little text: a title that asks to verify is
+        enough. No byte size decides it."""
+        if not shape.branded or self._title_phrase.search(self._title(low, ext)) is None:
+            return None
+        vendor = self._vendor(self.scanner.scan(shape.view, self._cue_subset))
+        return Verdict(Outcome.ANTIBOT, status, f"challenge:{vendor or 'generic'}:interstitial", True)
 
     def _script_verdict(self, status: int, cues: set[bytes], vendor: str | None) -> Verdict | None:
         """A vendor's challenge script on an otherwise empty page, or ``None``."""
@@ -1323,6 +1363,9 @@ class Classifier:
         title_end = first[0]
         title = title_of(body[title_end - 6 : min(n, title_end + 1300)].lower()) if title_end >= 0 else b""
         if title and self._title_hit(plans, title):
+            return None, found
+        # _structural on a long page that shows little: a verification phrase in its title.
+        if not small and title and self._title_phrase.search(title) is not None and not self._many_links(body):
             return None, found
         # _structural (small pages): no cue literal, no phrase that could be in the title or text.
         if small and (

@@ -42,6 +42,7 @@ __all__ = [
     "BUILTIN_MARKERS",
     "CAPTCHA_WIDGETS",
     "CHALLENGE_SCRIPTS",
+    "DENY_PHRASES",
     "HINT_VENDOR_ORDER",
     "LANDER_MAX_BYTES",
     "LANDER_MAX_TEXT",
@@ -97,7 +98,10 @@ class Marker:
     is not read as the page's own structure. ``short_page``: the page must also be
     interstitial-shaped (fewer than ``INTERSTITIAL_MAX_TEXT`` visible characters and
     ``INTERSTITIAL_MAX_LINKS`` links, see :mod:`scrapy_domainstate.detect.classify`): for wording a
-    firewall's deny page shares with articles and forum posts that quote it.
+    firewall's deny page shares with articles and forum posts that quote it. ``fallback``: the
+    marker proves only the infrastructure in front of the site (a CDN's ray header on a block
+    status), so a later marker of another vendor that fires on the same response names the
+    vendor instead (PerimeterX's page served through Cloudflare is PerimeterX's).
     """
 
     kind: MarkerKind
@@ -114,6 +118,7 @@ class Marker:
     outside_scripts: bool = False
     unless: tuple[str, ...] = ()
     short_page: bool = False
+    fallback: bool = False
 
     def allowed_statuses(self) -> frozenset[int] | None:
         """The statuses this marker is limited to, or ``None`` for any status."""
@@ -146,6 +151,46 @@ def _regex(name: str, pattern: str, anchor: str, **kw: Any) -> Marker:
 
 _CF_BLOCK_STATUSES = frozenset({403, 429, 503})
 _AWS_STATUSES = frozenset({202, 403, 405})
+
+#: "Your IP / your request has been blocked" in Russian, Chinese, Japanese, Spanish, Portuguese,
+#: German and French, lower case (a Cyrillic word that may open a sentence without its first
+#: letter: the scan lowercases ASCII only). Counted on short pages, outside scripts, as hard.
+DENY_PHRASES: tuple[str, ...] = (
+    "аш ip-адрес заблокирован",
+    "аш ip адрес заблокирован",
+    "аш ip заблокирован",
+    "аш запрос заблокирован",
+    "аш доступ заблокирован",
+    "ip-адрес заблокирован",
+    "您的ip已被封禁",
+    "您的ip地址已被封禁",
+    "您的ip已被限制",
+    "您的请求已被拦截",
+    "您的访问已被拦截",
+    "您的访问被拦截",
+    "お使いのipアドレスはブロックされています",
+    "アクセスはブロックされました",
+    "リクエストはブロックされました",
+    "su dirección ip ha sido bloqueada",
+    "tu dirección ip ha sido bloqueada",
+    "su ip ha sido bloqueada",
+    "tu ip ha sido bloqueada",
+    "su solicitud ha sido bloqueada",
+    "tu solicitud ha sido bloqueada",
+    "seu endereço ip foi bloqueado",
+    "seu ip foi bloqueado",
+    "sua solicitação foi bloqueada",
+    "seu acesso foi bloqueado",
+    "ihre ip-adresse wurde gesperrt",
+    "ihre ip-adresse wurde blockiert",
+    "ihre anfrage wurde blockiert",
+    "ihr zugriff wurde gesperrt",
+    "votre adresse ip a été bloquée",
+    "votre ip a été bloquée",
+    "votre requête a été bloquée",
+    "votre demande a été bloquée",
+    "votre accès a été bloqué",
+)
 
 #: The built-in list. Order matters: within hard and within soft markers, the first match
 #: names the evidence, so specific markers come before generic ones; ``generic`` is last.
@@ -193,13 +238,16 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             # Turnstile is embedded in normal login forms: only on a challenge status.
             _body("turnstile", "cf-turnstile", "cf-chl-widget-", needs_block_status=True),
             # Cloudflare in front of a 403/429/503 with no page we recognise: still a challenge.
-            _header("cf-ray", "cf-ray", needs_block_status=True, statuses=_CF_BLOCK_STATUSES),
+            _header("cf-ray", "cf-ray", needs_block_status=True, statuses=_CF_BLOCK_STATUSES, fallback=True),
         ),
         "aws": (
             _header("x-amzn-waf-action", "x-amzn-waf-action", values=("challenge", "captcha")),
             _header("x-blocked-by-waf", "x-blocked-by-waf"),
             # The WAF's JS SDK is also embedded in normal pages: only on the WAF's statuses.
             _body("awswaf", "awswaf.com", "/awswaf/", needs_block_status=True, statuses=_AWS_STATUSES),
+            # The challenge document's own parameters (``window.gokuProps = {...}``), which the SDK
+            # on a normal page does not carry: at any status, 200 included (Amazon's shells).
+            _body("challenge", "window.gokuprops", interstitial=True),
             _body(
                 "cloudfront",
                 "the request could not be satisfied",
@@ -240,7 +288,10 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 r"(?:[?&;]t=|\\u0026t=|['\"]t['\"]\s*:\s*['\"])fe\b",
                 "captcha-delivery.com",
             ),
-            _body("captcha-delivery", "captcha-delivery.com"),
+            # The challenge document: its ``var dd={...}`` object or the captcha host. A normal
+            # page whose DataDome tag names a captcha-delivery.com endpoint is not one.
+            _body("captcha-delivery", "geo.captcha-delivery.com"),
+            _body("captcha-delivery", "var dd={", requires=("captcha-delivery.com",)),
         ),
         "perimeterx": (
             _body("px-captcha", "captcha.px-cdn.net"),
@@ -312,8 +363,10 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 "making sure you\u2019re not a bot",
             ),
         ),
-        # BIG-IP ASM / Advanced WAF blocking page. Graded a challenge, as the tests pin it,
-        # although a policy rejection is not something a browser passes. The default page is titled "Request Rejected", says "The requested URL
+        # Before F5: RedShield's deny page also prints a "Support ID" number.
+        "redshield": (_body("blocked", "red-shield.net", hard=True, interstitial=True, requires=("support id",)),),
+        # BIG-IP ASM / Advanced WAF blocking page: a policy rejection, which a browser does not
+        # pass, so a hard block whether or not the page names a ban (issue 26). The default page is titled "Request Rejected", says "The requested URL
         # was rejected. Please consult with your administrator.", prints "Your support ID is:
         # <number>" and links "javascript:history.back();"; sites reword the text and keep the
         # title and the Go Back link, or keep the sentence and call the id a "reference ID".
@@ -321,14 +374,16 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             _body(
                 "asm-rejected",
                 "the requested url was rejected",
+                hard=True,
                 interstitial=True,
                 requires=("support id",),
             ),
-            _body("asm-rejected", "the requested url was rejected", interstitial=True, short_page=True),
-            _title("asm-rejected", "request rejected", interstitial=True, requires=("support id",)),
+            _body("asm-rejected", "the requested url was rejected", hard=True, interstitial=True, short_page=True),
+            _title("asm-rejected", "request rejected", hard=True, interstitial=True, requires=("support id",)),
             _title(
                 "asm-rejected",
                 "request rejected",
+                hard=True,
                 interstitial=True,
                 short_page=True,
                 requires=("history.back()",),
@@ -338,6 +393,7 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 "asm-rejected",
                 r"support id[^<0-9]{0,40}(?:<[^>]{0,40}>\s*){0,2}\d{17,20}\b",
                 "support id",
+                hard=True,
                 interstitial=True,
                 short_page=True,
             ),
@@ -395,7 +451,6 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
         ),
         # HAProxy's built-in 403 for ``http-request deny`` (GitHub's API sends it too).
         "haproxy": (_body("deny", "forbidden by administrative rules", hard=True, interstitial=True, short_page=True),),
-        "redshield": (_body("blocked", "red-shield.net", hard=True, interstitial=True, requires=("support id",)),),
         # Wordfence (WordPress plugin): its block, lockout and rate-limit pages ("Your access to
         # this site has been limited by the site owner", "A potentially unsafe operation has been
         # detected in your request to this site") all end "Generated by Wordfence at <date>".
@@ -435,7 +490,22 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
             _body("captcha", "/errors/validatecaptcha", "csm-captcha-instrumentation"),
             _title("robot-check", "robot check", interstitial=True),
         ),
-        "google": (_body("sorry", 'action="/sorry/index"', "action='/sorry/index'"),),
+        # Reddit's block pages, served as 403/429 without a vendor header.
+        "reddit": (
+            _body("blocked", "blocked by network security", hard=True, interstitial=True, short_page=True),
+            _body("blocked", "whoa there, pardner", hard=True, interstitial=True, short_page=True),
+        ),
+        "google": (
+            _body("sorry", 'action="/sorry/index"', "action='/sorry/index'"),
+            # The /sorry/index page itself posts its captcha form to the relative "index".
+            _body(
+                "sorry",
+                'id="captcha-form" action="index"',
+                "id='captcha-form' action='index'",
+                interstitial=True,
+                requires=("unusual traffic",),
+            ),
+        ),
         "sina": (_title("visitor-system", "sina visitor system"),),
         "fastly": (_title("client-challenge", "client challenge", interstitial=True),),
         # CHEQ's script on its 403 "Access Denied" page (the sensor also runs on normal pages).
@@ -502,6 +572,16 @@ BUILTIN_MARKERS: Mapping[str, tuple[Marker, ...]] = MappingProxyType(
                 short_page=True,
                 outside_scripts=True,
                 unless=("no attack detected",),
+            ),
+            # The same refusals in the main languages of the web (issue 26). Body scans lowercase
+            # ASCII only, so a Cyrillic phrase that may open a sentence leaves out its first letter.
+            _body(
+                "blocked",
+                *DENY_PHRASES,
+                hard=True,
+                interstitial=True,
+                short_page=True,
+                outside_scripts=True,
             ),
             _title("blocked", "application firewall error", hard=True, interstitial=True, short_page=True),
             _body(
@@ -601,6 +681,42 @@ VERIFY_PHRASES: tuple[str, ...] = (
     "\u5b89\u5168\u9a8c\u8bc1",  # Chinese "security verification"
     "\u4eba\u673a\u9a8c\u8bc1",  # Chinese "human verification"
     "\u5f00\u59cb\u9a8c\u8bc1",  # Chinese "start verification"
+    # Issue 26: the wording of challenge pages in the main languages of the web. Scans lowercase
+    # ASCII only: a Cyrillic phrase that may open a sentence leaves out its first letter.
+    "не робот",  # "I'm not a robot" / "are you not a robot?"
+    "что запросы отправляли вы",  # Yandex: "confirm that the requests were sent by you"
+    "роверка браузера",  # "browser check"
+    "роверка безопасности",  # "security check"
+    "дин момент\u2026",  # Cloudflare's "One moment..." title
+    "请完成安全验证",
+    "验证您是真人",
+    "确认您是真人",
+    "正在检查您的浏览器",
+    "请稍候\u2026",  # Cloudflare's "please wait..." title
+    "しばらくお待ちください\u2026",
+    "人間であることを確認",
+    "ロボットではありません",
+    "un momento\u2026",
+    "verifique que es humano",
+    "verifica que eres humano",
+    "comprobando tu navegador",
+    "comprobando su navegador",
+    "no soy un robot",
+    "um momento\u2026",
+    "verifique se você é humano",
+    "confirme que você é humano",
+    "verificando seu navegador",
+    "não sou um robô",
+    "einen moment\u2026",
+    "bestätigen sie, dass sie ein mensch sind",
+    "ihr browser wird überprüft",
+    "sicherheitsüberprüfung",
+    "ich bin kein roboter",
+    "un instant\u2026",
+    "vérifiez que vous êtes humain",
+    "vérification de votre navigateur",
+    "vérification de sécurité",
+    "je ne suis pas un robot",
 )
 
 #: Captcha widgets: vendor -> (evidence name, literals). On an interstitial-shaped page
@@ -610,9 +726,12 @@ CAPTCHA_WIDGETS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
         # The widget *elements*, not the vendors' API scripts: single-page apps load those
         # scripts in an empty shell and render their login form later.
         "perimeterx": ("px-captcha", ('id="px-captcha"',)),
-        "datadome": ("captcha", ("captcha-delivery.com",)),
+        "datadome": ("captcha", ("geo.captcha-delivery.com",)),
         "cloudflare": ("turnstile", ("cf-turnstile",)),
         "tencent": ("captcha", ('id="tencentcaptcha"',)),
+        # Yandex SmartCaptcha's container and Yandex's own captcha page (its checkbox widget
+        # and the /checkcaptcha form).
+        "yandex": ("smartcaptcha", ('class="smart-captcha"', "checkboxcaptcha", "/checkcaptcha")),
         "captcha": ("captcha-wall", ("g-recaptcha", "h-captcha", "frc-captcha")),
     }
 )
@@ -625,9 +744,12 @@ CHALLENGE_SCRIPTS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
         # tiny ones included. Bot Fight Mode's interstitial loads /cdn-cgi/bm/cv/.
         "cloudflare": ("script-wall", ("/cdn-cgi/bm/cv/",)),
         "imperva": ("script-wall", ("_incapsula_resource",)),
-        "perimeterx": ("script-wall", ("_pxappid", "px-cdn.net", "perimeterx")),
-        "datadome": ("script-wall", ("captcha-delivery.com", "datadome")),
-        "akamai": ("script-wall", ("bmak.", "/akam/1")),
+        # Only what a vendor serves *instead of* a page: the sensors bot managers put on
+        # every normal page (DataDome's js.datadome.co tag, PerimeterX's _pxAppId snippet and
+        # client.perimeterx.net script, Akamai's /akam/ sensor) never make one a challenge.
+        "perimeterx": ("script-wall", ("px-cdn.net",)),
+        "datadome": ("script-wall", ("captcha-delivery.com",)),
+        "akamai": ("script-wall", ("bmak.",)),
         "aws": ("script-wall", ("awswaf.com", "awswafintegration", "aws-waf-token")),
         "kasada": ("script-wall", ("kpsdk",)),
         "fastly": ("script-wall", ("/_fs-ch-",)),
@@ -670,6 +792,7 @@ HINT_VENDOR_ORDER: tuple[str, ...] = (
     "arkose",
     "tencent",
     "geetest",
+    "yandex",
     "captcha",
 )
 

@@ -326,7 +326,7 @@ ANTIBOT_CASES: list[tuple[str, int, dict[str, str], str, str, bool]] = [
     ("anubis", 200, {}, ANUBIS, "challenge:anubis:challenge", False),
     ("recaptcha-wall", 403, {}, RECAPTCHA_WALL, "challenge:captcha:recaptcha", False),
     ("hcaptcha-wall", 429, {}, HCAPTCHA_WALL, "challenge:captcha:hcaptcha", False),
-    ("f5-asm", 200, {}, F5_ASM, "challenge:f5:asm-rejected", False),
+    ("f5-asm", 200, {}, F5_ASM, "block:f5:asm-rejected", True),
     ("zyte-banned", 503, {"X-Crawlera-Error": "banned"}, "", "challenge:zyte:crawlera-banned", False),
     (
         "linkedin-999",

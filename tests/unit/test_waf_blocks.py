@@ -225,7 +225,8 @@ BLOCKS: list[tuple[str, int, dict[str, str], str, str, bool]] = [
         "block:cloudflare:access-denied",
         True,
     ),
-    # F5 BIG-IP ASM: graded a challenge, as tests/unit/test_classify.py pins the default page.
+    # F5 BIG-IP ASM: a policy rejection, graded hard (issue 26: a deny page is hard whether or
+    # not it names a ban).
     (
         "f5-title-support-id",
         200,
@@ -233,8 +234,8 @@ BLOCKS: list[tuple[str, int, dict[str, str], str, str, bool]] = [
         "<html><head><title>Request Rejected</title></head><body>https://www.example.com/404.htm.<br><br>"
         'Your support ID is: 12345678901234567890<br><br><a href="javascript:history.back();">'
         "[Go Back]</a></body></html>",
-        "challenge:f5:asm-rejected",
-        False,
+        "block:f5:asm-rejected",
+        True,
     ),
     (
         "f5-title-go-back",
@@ -243,8 +244,8 @@ BLOCKS: list[tuple[str, int, dict[str, str], str, str, bool]] = [
         "<html><head><title>Request Rejected</title></head><body>This function has been disabled by a "
         'platform upgrade.<br><br>Error E1234567890<br><br><a href="javascript:history.back();">'
         "[Go Back]</a></body></html>",
-        "challenge:f5:asm-rejected",
-        False,
+        "block:f5:asm-rejected",
+        True,
     ),
     (
         "f5-url-rejected-reference-id",
@@ -253,8 +254,8 @@ BLOCKS: list[tuple[str, int, dict[str, str], str, str, bool]] = [
         "<html><head><title>403 Forbidden</title></head><body><p>The requested URL was rejected.</p>"
         "<p>For additional information, please contact support and provide this reference ID:</p>"
         "<p>1619133196abcdef0123456789</p></body></html>",
-        "challenge:f5:asm-rejected",
-        False,
+        "block:f5:asm-rejected",
+        True,
     ),
     (
         "f5-translated-support-id",
@@ -262,8 +263,8 @@ BLOCKS: list[tuple[str, int, dict[str, str], str, str, bool]] = [
         {},
         "<html><head><title>Permintaan Ditolak</title></head><body><h1>Alamat URL Ditolak!</h1>"
         "<h3>Berikut ini merupakan support ID anda: 18299292576537701275</h3></body></html>",
-        "challenge:f5:asm-rejected",
-        False,
+        "block:f5:asm-rejected",
+        True,
     ),
     # Generic phrases on a short page.
     (
