@@ -57,6 +57,7 @@ from .keys import domain_key, host_fact_key, host_of, is_site_root, purpose_key,
 from .policy import Decision, Policy, Transition
 from .record import DomainStat, Method, Outcome, RecentEntry, State
 from .store import DomainStore, create_store
+from .wallrules import spider_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -169,7 +170,7 @@ class DomainStateManager:
         if manager is None:
             quiet_startup_failures(crawler.settings)
             try:
-                config = Config.from_settings(crawler.settings)
+                config = Config.from_settings(spider_settings(crawler.settings, getattr(crawler, "spider", None)))
             except ConfigError as exc:
                 # A bad value must stop the crawl at start-up, not silently disable it.
                 raise ConfigError(f"scrapy-domainstate: {exc}") from exc
