@@ -41,6 +41,7 @@ from ._adoption import adopt
 from ._alarm import BlockedAlarm
 from ._browser import BrowserRoute, is_launch_failure, wake_shell_engine
 from ._deadurls import DeadUrls
+from ._explain import explain_lines, response_lines
 from ._failures import quiet_startup_failures
 from ._outcomes import CALLBACK, META_OUTCOME, OutcomeSource
 from ._polite import HostPauses, Politeness, polite_key
@@ -1056,6 +1057,25 @@ class DomainStateManager:
                 "record": shown.current,
             },
             show_lines(shown),
+        )
+
+    def explain(self, target: str | Response) -> Inspection:
+        """Why a URL's domain is in its state and what would change it (``scrapy domainstate
+        explain URL``); given a response (``fetch()`` in ``scrapy shell``), the classifier's
+        verdict on it and the rule that fired (``explain URL --response FILE``)."""
+        if not isinstance(target, str):  # a Scrapy response
+            verdict = self.classifier.response(
+                target.status, target.headers, target.body, target.url, is_site_root(target.url)
+            )
+            lines = response_lines(self.classifier, target.url, target.status, target.headers, target.body)
+            return Inspection(
+                {"url": target.url, "outcome": verdict.outcome.value, "evidence": verdict.error_class}, lines
+            )
+        domain = self.key(target)
+        shown = look(self.store, target, domain, self.clock())
+        return Inspection(
+            {"domain": domain, "state": shown.state.value, "decision": shown.decision.value, "record": shown.current},
+            explain_lines(shown, self.config, self.classifier),
         )
 
 
