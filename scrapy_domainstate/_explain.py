@@ -66,7 +66,7 @@ def _marker_text(marker: Marker) -> str:
     elif marker.kind == "title":
         text = f"title containing {pats}"
     elif marker.kind == "regex":
-        text = f"body matching {marker.patterns[0]!r}"
+        text = f"a pattern in the body at {marker.anchor!r}"
     else:
         text = f"body containing {pats}"
     allowed = marker.allowed_statuses()
@@ -75,15 +75,22 @@ def _marker_text(marker: Marker) -> str:
     return text
 
 
-def _builtin(vendor: str, name: str, hard: bool, classifier: Classifier | None) -> str:
-    """A built-in marker or structural cue by its evidence name (and grade)."""
+def _builtin(vendor: str, name: str, hard: bool, status: int | None, classifier: Classifier | None) -> str:
+    """A built-in marker or structural cue by its evidence name (its grade and, when several
+    markers share the name, the status they count on)."""
     if classifier is not None:
-        for v, marker in classifier.markers:
-            if v != vendor or marker.hard is not hard:
-                continue
-            template = marker.name
-            if template == name or ("{}" in template and _fits(template, name)):
-                return f"built-in marker {vendor} {template!r}: {_marker_text(marker)}"
+        named = [
+            marker
+            for v, marker in classifier.markers
+            if v == vendor
+            and marker.hard is hard
+            and (marker.name == name or ("{}" in marker.name and _fits(marker.name, name)))
+        ]
+        named.sort(key=lambda m: m.name != name)  # the marker of that very name first, then templates
+        fits = [m for m in named if status is None or m.allowed_statuses() is None or status in m.allowed_statuses()]
+        for marker in fits[:1] or named[:1]:
+            more = f" (or one of {len(named) - 1} more of that name)" if len(fits or named) > 1 else ""
+            return f"built-in marker {vendor} {name!r}: {_marker_text(marker)}{more}"
     if name == "interstitial":
         return "built-in structure: a short page whose title or text asks to verify, wait or prove you are human"
     for table, what in ((CAPTCHA_WIDGETS, "a captcha widget"), (CHALLENGE_SCRIPTS, "a challenge script")):
@@ -123,7 +130,7 @@ def evidence_text(error_class: str | None, status: int | None = None, classifier
         elif tag == PREDICATE_TAG and not rule_name:
             what = f"your predicate ({PREDICATE_SETTING})"
         else:
-            what = _builtin(vendor, name, hard, classifier)
+            what = _builtin(vendor, name, hard, status, classifier)
         return f"{grade}, vendor {vendor}: {what}"
     if status == RATE_LIMIT_STATUS and not evidence:
         return "rate limit (429)"
@@ -177,7 +184,7 @@ def _step(e: RecentEntry, state: State) -> str:
 
 def _moved(stat: DomainStat, state: State) -> list[RecentEntry]:
     """The observations up to the last state change that led to ``state``, oldest first."""
-    changed = stat.state_changed_at + 1.0  # (entries keep whole seconds)
+    changed = stat.state_changed_at + 0.5  # (entries keep whole seconds)
     out: list[RecentEntry] = []
     for e in reversed([e for e in stat.recent if e.at <= changed]):
         step = _step(e, state)
@@ -229,7 +236,7 @@ def _why(shown: Shown, config: Config, classifier: Classifier | None) -> list[st
         lead = f"{config.antibot_hard_threshold} anti-bot answers of plain requests in a row, none passed"
     out.append(f"  why:  {lead}; the observations that moved it (up to {since}):")
     out.extend(f"        {_entry_line(e, classifier)}" for e in moved)
-    after = [e for e in stored.recent if e.at > stored.state_changed_at + 1.0]
+    after = [e for e in stored.recent if e.at > stored.state_changed_at + 0.5]
     if after:
         walls = sum(1 for e in after if e.outcome is Outcome.ANTIBOT)
         note = f", {walls} of them anti-bot" if walls and state is State.ANTIBOT_SOFT else ""
