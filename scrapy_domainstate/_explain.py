@@ -87,9 +87,9 @@ def _builtin(vendor: str, name: str, hard: bool, status: int | None, classifier:
             and (marker.name == name or ("{}" in marker.name and _fits(marker.name, name)))
         ]
         named.sort(key=lambda m: m.name != name)  # the marker of that very name first, then templates
-        fits = [m for m in named if status is None or m.allowed_statuses() is None or status in m.allowed_statuses()]
+        fits = [m for m in named if status is None or status in (m.allowed_statuses() or (status,))]
         for marker in fits[:1] or named[:1]:
-            more = f" (or one of {len(named) - 1} more of that name)" if len(fits or named) > 1 else ""
+            more = f" (or one of {len(fits or named) - 1} more of that name)" if len(fits or named) > 1 else ""
             return f"built-in marker {vendor} {name!r}: {_marker_text(marker)}{more}"
     if name == "interstitial":
         return "built-in structure: a short page whose title or text asks to verify, wait or prove you are human"

@@ -100,6 +100,16 @@ async def test_a_user_rule_walls_a_fine_site_and_an_exception_clears_a_flagged_o
     # a rule's evidence read without the rule in the settings still names it
     bare = ok(await deferToThread(scrapy, "explain", "friendly-walled.test", cwd=tmp_path, db=db)).stdout
     assert "your wall rule 'acme-ban' (vendor acme; DOMAINSTATE_WALL_RULES, not in the settings read now)" in bare
+    # the report shows each anti-bot domain's evidence, and the command that explains it
+    report = tmp_path / "report.html"
+    ok(await deferToThread(scrapy, "report", "-o", str(report), cwd=tmp_path, db=db))
+    page = report.read_text("utf-8")
+    assert page.count('<td class="evidence">') == 2  # friendly-walled.test and aws-waf.test only
+    assert '<td class="evidence"><code>GET 200 block:acme:rule:acme-ban, 20' in page
+    assert "<td><code>scrapy domainstate explain friendly-walled.test</code></td>" in page
+    assert '<tr id="ev-friendly-walled.test">' in page
+    assert '<a href="#ev-friendly-walled.test" title="GET 200 block:acme:rule:acme-ban, 20' in page  # the link
+    assert '<a href="#ev-aws-waf.test" title="' in page
     # a domain never seen
     fresh = ok(await deferToThread(scrapy, "explain", "never-seen.test", cwd=tmp_path, db=db)).stdout
     assert "no record: never seen, or swept" in fresh
