@@ -465,9 +465,11 @@ def parse_wall_rules(name: str, value: Any) -> WallRules:
 def load_predicate(path: str) -> Callable[[Seen], Any]:
     """The callable at dotted ``path`` (``pkg.module.function``); ``ValueError`` if there is none."""
     module_name, _, attr = path.rpartition(".")
+    missing: ImportError | None = None
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
+        missing = exc
         # ``pkg.module.Class.method``: import the longest module prefix, walk the rest.
         parts = path.split(".")
         for cut in range(len(parts) - 1, 0, -1):
@@ -485,6 +487,8 @@ def load_predicate(path: str) -> Callable[[Seen], Any]:
         try:
             target = getattr(target, part)
         except AttributeError:
+            if missing is not None:  # not a class attribute after all: the module is missing
+                raise ValueError(f"cannot import {module_name!r}: {missing}") from None
             raise ValueError(f"{path!r}: no attribute {part!r}") from None
     if not callable(target):
         raise ValueError(f"{path!r} is not callable")

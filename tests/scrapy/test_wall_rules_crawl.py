@@ -16,6 +16,7 @@ from twisted.internet.threads import deferToThread
 
 from scrapy_domainstate.record import Outcome, State
 from tests.scrapy.test_e2e import ds, record_of, states
+from tests.scrapy.test_first_hour import _crawl, _project
 from tests.tools.test_command import ok, scrapy
 
 #: A friendly site's pages are walls to this rule (it names the site's own e-mail link), and the
@@ -128,3 +129,21 @@ async def test_a_spider_attribute_overrides_the_rules_of_the_settings(
     assert {e.error_class for e in record_of(settings, "friendly-own.test").recent if e.method.value == "fetch"} == {
         "challenge:pot:rule:teapot"
     }
+
+
+# ------------------------------------------------------------------ start-up errors
+
+
+def test_a_bad_rule_stops_scrapy_crawl_with_one_error_line(tmp_path: Path) -> None:
+    root = _project(tmp_path, 'DOMAINSTATE_WALL_RULES = {"walls": [{"status": 403, "grade": "medium"}]}\n')
+    proc = _crawl(root, "-s", f"DOMAINSTATE_LMDB_PATH={tmp_path / 'ds'}")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    assert "DOMAINSTATE_WALL_RULES['walls'][0]: grade must be 'soft' or 'hard', got 'medium'" in errors[0]
+    assert "Traceback" not in proc.stderr
+    # the predicate's path is imported at start-up
+    proc = _crawl(root, "-s", "DOMAINSTATE_WALL_RULES={}", "-s", "DOMAINSTATE_WALL_PREDICATE=firsthour.walls.nope")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "DOMAINSTATE_WALL_PREDICATE: cannot import 'firsthour.walls'" in errors[0], errors
