@@ -30,6 +30,8 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
+from .textscan import lowered
+
 __all__ = [
     "CLEAN",
     "GRADES",
@@ -174,12 +176,16 @@ class Seen:
     ``scrapy domainstate explain --response``); it has the attributes a predicate usually reads.
     """
 
-    def __init__(self, url: str, status: int, headers: Mapping[str, str], body: bytes, scan_bytes: int) -> None:
+    def __init__(
+        self, url: str, status: int, headers: Mapping[str, str], body: bytes, scan_bytes: int, raw: Any = None
+    ) -> None:
         self.url = url
         self.status = status
         self.headers = headers
         self.body = body
         self.scan_bytes = scan_bytes
+        #: the body as the classifier got it (the same object, for the shared lowercase copy)
+        self.raw = body if raw is None else raw
 
     @cached_property
     def host(self) -> str:
@@ -190,7 +196,8 @@ class Seen:
 
     @cached_property
     def low(self) -> bytes:
-        return bytes(self.body[: self.scan_bytes]).lower()
+        # (memoised by the body's identity: the classifier's own scan reuses this copy)
+        return lowered(self.raw, self.scan_bytes)
 
     @cached_property
     def text(self) -> str:
@@ -245,7 +252,8 @@ class UserRules:
         raw = body if isinstance(body, (bytes, bytearray, memoryview)) else (body or b"")
         if isinstance(raw, str):
             raw = raw.encode("utf-8")
-        return Seen(url or "", int(status), headers, bytes(raw), self.scan_bytes)
+        data = raw if type(raw) is bytes else bytes(raw)
+        return Seen(url or "", int(status), headers, data, self.scan_bytes, body if body else data)
 
     def first(self, seen: Seen) -> Ruling | None:
         """The predicate's verdict, else the first wall rule that matches, else ``None``."""
