@@ -96,7 +96,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
                 "their evidence) and what would change it",
             ),
             (
-                "explain URL --response FILE",
+                "  --response FILE",
                 "the classifier's verdict on a saved response and the\n"
                 "rule or marker that fired: FILE is what 'curl -i'\n"
                 "prints, or a body alone ('-': stdin) with --status N\n"
