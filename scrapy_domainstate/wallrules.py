@@ -24,7 +24,7 @@ import fnmatch
 import importlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -154,14 +154,28 @@ class NeverWall:
 
 
 @dataclass(frozen=True, slots=True)
-class WallRules:
-    """The parsed ``DOMAINSTATE_WALL_RULES``: wall rules in order, then the exceptions."""
+class WallRules(Mapping[str, tuple[Any, ...]]):
+    """The parsed ``DOMAINSTATE_WALL_RULES``: wall rules in order, then the exceptions.
+
+    A read-only mapping of the parts given (``'walls'``, ``'never'``), like the setting's
+    value: ``dict(WallRules()) == {}``."""
 
     walls: tuple[WallRule, ...] = ()
     never: tuple[NeverWall, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.walls or self.never)
+
+    def __getitem__(self, key: str) -> tuple[Any, ...]:
+        if key in ("walls", "never") and getattr(self, key):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([k for k in ("walls", "never") if getattr(self, k)])
+
+    def __len__(self) -> int:
+        return sum(1 for k in ("walls", "never") if getattr(self, k))
 
 
 # ------------------------------------------------------------------ what a rule sees
