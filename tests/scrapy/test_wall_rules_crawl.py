@@ -123,12 +123,31 @@ async def test_a_spider_attribute_overrides_the_rules_of_the_settings(
     # the settings' exception would keep the WAF site clean; the spider's rules replace them
     settings = {**ds(crawl_settings), "DOMAINSTATE_WALL_RULES": {"never": [{"domain": "aws-waf-own.test"}]}}
     mine = {"walls": [{"name": "teapot", "header": {"content-type": "text/html"}, "grade": "soft", "vendor": "pot"}]}
-    hosts = ("friendly-own.test", "aws-waf-own.test")
-    await run_crawl(settings, [u for h in hosts for u in pages(sites, h, 1)], domainstate_wall_rules=mine)
-    assert states(settings, *hosts) == {"friendly-own.test": State.ANTIBOT_SOFT, "aws-waf-own.test": State.ANTIBOT_SOFT}
+    hosts = ("friendly-own.test", "aws-waf-own.test", "cold-pred.test")
+    predicate = f"{__name__}.cold_is_a_ban"  # (the spider's predicate is asked first)
+    urls = [u for h in hosts for u in pages(sites, h, 1)]
+    await run_crawl(settings, urls, domainstate_wall_rules=mine, domainstate_wall_predicate=predicate)
+    assert states(settings, *hosts) == {
+        "friendly-own.test": State.ANTIBOT_SOFT,
+        "aws-waf-own.test": State.ANTIBOT_SOFT,
+        "cold-pred.test": State.ANTIBOT_HARD,
+    }
+    assert {e.error_class for e in record_of(settings, "cold-pred.test").recent} == {"block:pred:predicate"}
+    assert PREDICATE_SAW and all(seen.host == "cold-pred.test" for seen in PREDICATE_SAW)
     assert {e.error_class for e in record_of(settings, "friendly-own.test").recent if e.method.value == "fetch"} == {
         "challenge:pot:rule:teapot"
     }
+
+
+PREDICATE_SAW: list[Any] = []
+
+
+def cold_is_a_ban(response: Any) -> Any:
+    """A predicate: every page of cold-pred.test is a hard block of vendor 'pred'."""
+    if response.host == "cold-pred.test":
+        PREDICATE_SAW.append(response)
+        return ("hard", "pred")
+    return None
 
 
 # ------------------------------------------------------------------ start-up errors
