@@ -1119,7 +1119,7 @@ class Classifier:
         rules = self.rules
         assert rules is not None
         try:
-            seen = rules.seen(url, status, normalize_headers(headers), body)
+            seen = rules.seen(url, status, normalize_headers(headers) if rules.wants_headers else {}, body)
             ruling = rules.first(seen)
         except Exception:  # a classifier never breaks a crawl: the built-in rules decide
             return builtin()

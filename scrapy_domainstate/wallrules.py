@@ -257,6 +257,8 @@ class UserRules:
         self.predicate = predicate
         self.predicate_name = predicate_name or getattr(predicate, "__qualname__", "predicate")
         self.scan_bytes = scan_bytes
+        #: Whether anything reads the headers (else the classifier does not decode them for the rules).
+        self.wants_headers = predicate is not None or any(r.when.headers for r in (*rules.walls, *rules.never))
         self._warned = False
 
     def __bool__(self) -> bool:
