@@ -288,8 +288,10 @@ def _changes(shown: Shown, config: Config) -> list[str]:
             f" (>= {config.friendly_min_fetches} in all) -> friendly"
         )
         lines.append(f"{config.cold_threshold} empty pages in a row over two visits, never a useful page -> cold")
-    elif state in (State.DEAD, State.COLD):
+    elif state is State.DEAD:
         lines.append("a fetch forced through (meta domainstate_force) that gets a page -> unknown")
+    elif state is State.COLD:
+        lines.append("a fetch forced through (meta domainstate_force) that gets a useful page -> unknown")
     expiry = _expiry_line(shown)
     if expiry:
         lines.append(expiry)
