@@ -8,6 +8,8 @@ plugin is also reachable as ``crawler.domainstate`` (the manager: ``.store``,
     >>> from scrapy_domainstate.shell import domainstate, store
     >>> domainstate("https://example.com/about")
     {'domain': 'example.com', 'state': 'friendly', 'decision': 'fetch', 'record': DomainStat(...)}
+    >>> explain("https://example.com/about")   # why that state, and what would change it
+    >>> explain(response)                      # the classifier's verdict on the fetched page
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from scrapy_domainstate.runtime.manager import DomainStateManager
     from scrapy_domainstate.store import DomainStore
 
-__all__ = ["domainstate", "store"]
+__all__ = ["domainstate", "explain", "store"]
 
 
 def _latest() -> DomainStateManager:
@@ -36,6 +38,13 @@ def _latest() -> DomainStateManager:
 def domainstate(url: str) -> dict[str, Any]:
     """The domain key, state, record and the decision a request to ``url`` would get now."""
     return _latest().inspect(url)
+
+
+def explain(target: Any) -> dict[str, Any]:
+    """Why the domain of a URL is in its state and what would change it; for a response
+    (``fetch()``'s ``response``), the classifier's verdict on it and the rule that fired. Prints
+    as ``scrapy domainstate explain`` does (docs/explain.rst)."""
+    return _latest().explain(target)
 
 
 def store() -> DomainStore:

@@ -27,10 +27,13 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy_domainstate.core.clock import DAY, parse_duration  # DAY: also imported from here by older code
 from scrapy_domainstate.core.record import State
+
+if TYPE_CHECKING:
+    from scrapy_domainstate.core.wallrules import WallRules
 
 __all__ = [
     "DEFAULT_TTL",
@@ -192,6 +195,18 @@ def _markers(name: str, value: Any) -> dict[str, tuple[str, ...]]:
             raise ConfigError(f"{name}[{vendor!r}] must be a list of non-empty strings, got {given!r}")
         out[str(vendor)] = tuple(markers)
     return out
+
+
+def _wall_rules(name: str, value: Any) -> Any:
+    from scrapy_domainstate.core.wallrules import parse_wall_rules
+
+    return parse_wall_rules(name, value)
+
+
+def _wall_predicate(name: str, value: Any) -> str | None:
+    from scrapy_domainstate.core.wallrules import parse_predicate
+
+    return parse_predicate(name, value)
 
 
 def _browser_meta(name: str, value: Any) -> dict[str, Any] | None:
@@ -557,6 +572,25 @@ SETTINGS: tuple[Setting, ...] = (
         example='{"acme-waf": ["acme-wall-v2"]}',
     ),
     _s(
+        "DOMAINSTATE_WALL_RULES",
+        {},
+        "dict",
+        "Block and challenge rules of your own, and never-a-wall exceptions: "
+        "{'walls': [rule, ...], 'never': [exception, ...]} (docs/detection-rules.rst).",
+        parse=_wall_rules,
+        example='{"walls": [{"name": "acme-403", "status": 403, "header": {"x-acme": "deny"}, "grade": "hard", '
+        '"vendor": "acme"}], "never": [{"domain": "partner.example"}]}',
+    ),
+    _s(
+        "DOMAINSTATE_WALL_PREDICATE",
+        None,
+        "str",
+        "Dotted path to f(response) -> 'hard' | 'soft' | 'clean' | None, consulted before every other "
+        "anti-bot rule (docs/detection-rules.rst).",
+        parse=_wall_predicate,
+        example='"myproject.walls.is_wall"',
+    ),
+    _s(
         "DOMAINSTATE_BODY_SCAN_BYTES",
         65536,
         "int",
@@ -747,6 +781,8 @@ class Config:
     per_hostname: bool = FROM_TABLE
     outcome: str = FROM_TABLE
     challenge_markers: Mapping[str, tuple[str, ...]] = FROM_TABLE
+    wall_rules: WallRules = FROM_TABLE
+    wall_predicate: str | None = FROM_TABLE
     body_scan_bytes: int = FROM_TABLE
     flush_interval: float = FROM_TABLE
     flush_size: int = FROM_TABLE

@@ -28,7 +28,7 @@ import ipaddress
 import re
 import socket
 import ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -36,6 +36,7 @@ from typing import Any
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.keys import is_site_root
 from scrapy_domainstate.core.record import FETCHED, HARD_BLOCK_PREFIX, Outcome
+from scrapy_domainstate.core.wallrules import CLEAN
 from scrapy_domainstate.detect import contacts
 from scrapy_domainstate.detect.markers import (
     BLOCK_STATUSES,
@@ -65,6 +66,7 @@ from scrapy_domainstate.detect.scan import (
     title_of,
     visible_text,
 )
+from scrapy_domainstate.detect.wallrules import UserRules, user_rules
 
 __all__ = [
     "EXTENDED_SCAN_CAP",
@@ -773,6 +775,9 @@ class Classifier:
         # pass over its raw bytes (see _fast_facts); built at first use.
         self._fast: dict[bool, PatternScanner] | None = {} if self.scanner.engine == "hyperscan" else None
         self._links: PatternScanner | None = None
+        #: The user's own rules (``DOMAINSTATE_WALL_RULES``, ``DOMAINSTATE_WALL_PREDICATE``), or
+        #: ``None``: consulted by the public methods around the built-in rules (:meth:`_ruled`).
+        self.rules: UserRules | None = user_rules(self.config)
 
     @staticmethod
     def _cues(
@@ -1100,7 +1105,7 @@ class Classifier:
             return None, size
         return low, size
 
-    def antibot(self, status: int, headers: Any, body: bytes) -> Verdict | None:
+    def antibot(self, status: int, headers: Any, body: bytes, url: str = "") -> Verdict | None:
         """An ``antibot`` verdict, or ``None`` when nothing says challenge or block.
 
         Signals: status (429, LinkedIn's 999), vendor headers (``cf-mitigated``,
@@ -1108,8 +1113,13 @@ class Classifier:
         title, and body markers in the first ``body_scan_bytes`` bytes. Hard blocks come
         first (``error_class`` ``'block:<vendor>:<detail>'``, not browser-fixable), then
         challenges (``'challenge:<vendor>:<marker>'``, browser-fixable). Binary bodies are
-        never scanned.
+        never scanned. The user's rules apply (``url``, when known, for their domains).
         """
+        if self.rules is not None:
+            return self._ruled(status, headers, body, url, lambda: self._builtin_antibot(status, headers, body))
+        return self._builtin_antibot(status, headers, body)
+
+    def _builtin_antibot(self, status: int, headers: Any, body: bytes) -> Verdict | None:
         try:
             hdrs = self._headers(headers)
             low, size = self._prepare(hdrs, body)
@@ -1120,6 +1130,15 @@ class Classifier:
     # ---------------------------------------------------------- HEAD and GET
 
     def head(self, status: int, headers: Any, url: str, is_root: bool) -> Verdict:
+        """Classify the answer to the HEAD probe (:meth:`_head`), the user's rules first."""
+        if self.rules is None:
+            return self._head(status, headers, url, is_root)
+        verdict = self._ruled(status, headers, b"", url, lambda: self._head(status, headers, url, is_root))
+        if verdict is None:  # an anti-bot verdict excused: what the HEAD says besides
+            return self._head(status, {}, url, is_root)
+        return verdict
+
+    def _head(self, status: int, headers: Any, url: str, is_root: bool) -> Verdict:
         """Classify the answer to the HEAD probe.
 
         Only anti-bot headers/statuses and a 404/410 on the site root are conclusive
@@ -1139,6 +1158,42 @@ class Classifier:
         return Verdict(Outcome.NO_VERDICT, status)
 
     def response(self, status: int, headers: Any, body: bytes, url: str, is_root: bool) -> Verdict:
+        """Classify a downloaded response (:meth:`_response`), the user's rules first."""
+        if self.rules is None:
+            return self._response(status, headers, body, url, is_root)
+        verdict = self._ruled(status, headers, body, url, lambda: self._response(status, headers, body, url, is_root))
+        if verdict is None:  # an anti-bot verdict excused: what the page is besides
+            return self._response(status, headers, body, url, is_root, antibot=False)
+        return verdict
+
+    # ---------------------------------------------------------- the user's rules
+
+    def _ruled(
+        self, status: int, headers: Any, body: Any, url: str, builtin: Callable[[], Verdict | None]
+    ) -> Verdict | None:
+        """The user's rules around ``builtin()`` (a built-in answer): the predicate and the wall
+        rules first (their wall is the verdict), then ``builtin()``, whose anti-bot verdict a
+        predicate's ``'clean'`` or a never-a-wall exception drops (``None``: excused)."""
+        rules = self.rules
+        assert rules is not None
+        try:
+            seen = rules.seen(url, status, normalize_headers(headers) if rules.wants_headers else {}, body)
+            ruling = rules.first(seen)
+        except Exception:  # a classifier never breaks a crawl: the built-in rules decide
+            return builtin()
+        if ruling is not None and ruling.wall:
+            soft = ruling.grade == "soft"
+            return Verdict(Outcome.ANTIBOT, int(status), ruling.evidence, browser_fixable=soft)
+        verdict: Verdict | None = builtin()
+        if verdict is None or verdict.outcome is not Outcome.ANTIBOT:
+            return verdict
+        if (ruling is not None and ruling.grade == CLEAN) or rules.excuse(seen, verdict.error_class) is not None:
+            return None
+        return verdict
+
+    def _response(
+        self, status: int, headers: Any, body: bytes, url: str, is_root: bool, antibot: bool = True
+    ) -> Verdict:
         """Classify a downloaded response (plain fetch or browser).
 
         Order: anti-bot first; then 404/410 (``dead`` on the site root, ``http-error`` with
@@ -1156,12 +1211,14 @@ class Classifier:
         try:
             status = int(status)
             hdrs = self._headers(headers)
-            facts, found = self._try_fast(status, hdrs, body) if self._fast is not None else (None, None)
+            fast = self._fast is not None and antibot
+            facts, found = self._try_fast(status, hdrs, body) if fast else (None, None)
             if facts is not None:  # no marker and no cue: not an anti-bot answer
                 low, size, verdict = None, len(body), None
             else:
                 low, size = self._prepare(hdrs, body)
                 verdict = self._antibot(status, hdrs, low, size, body, found if low is not None else None)
+                verdict = verdict if antibot else None  # (excused by the user's rules)
         except Exception:  # never expected; "no evidence" rather than a crash or a wrong state
             return Verdict(Outcome.NO_VERDICT, None, "classify-error")
         if verdict is not None:

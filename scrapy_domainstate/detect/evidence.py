@@ -286,10 +286,10 @@ def rendered_verdict(
     challenge (or a 429) is antibot, a real page is a success. Returns the verdict and
     whether the wall was passed.
     """
-    from_headers = classifier.antibot(status, headers, b"")
+    from_headers = classifier.antibot(status, headers, b"", url)
     if from_headers is not None and from_headers.is_hard_block:
         return from_headers, False
-    from_body = classifier.antibot(status, {}, body)
+    from_body = classifier.antibot(status, {}, body, url)
     if from_body is not None:
         return from_body, False
     verdict = classifier.response(200, {}, body, url, is_root)

@@ -42,6 +42,7 @@ from scrapy_domainstate.core.policy import Decision, Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.detect import evidence
 from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.wallrules import spider_settings
 from scrapy_domainstate.runtime import registry as _registry
 from scrapy_domainstate.runtime.adoption import adopt
 from scrapy_domainstate.runtime.alarm import BlockedAlarm
@@ -57,6 +58,7 @@ from scrapy_domainstate.runtime.switch import off_reason, report_off
 from scrapy_domainstate.runtime.telemetry import Telemetry
 from scrapy_domainstate.store import DomainStore, create_store
 from scrapy_domainstate.tools.crawllog import CrawlSummary, append_crawl
+from scrapy_domainstate.tools.explain import explain_lines, response_lines
 from scrapy_domainstate.tools.showtext import look, show_lines
 
 if TYPE_CHECKING:
@@ -170,7 +172,7 @@ class DomainStateManager:
         if manager is None:
             quiet_startup_failures(crawler.settings)
             try:
-                config = Config.from_settings(crawler.settings)
+                config = Config.from_settings(spider_settings(crawler.settings, getattr(crawler, "spider", None)))
             except ConfigError as exc:
                 # A bad value must stop the crawl at start-up, not silently disable it.
                 raise ConfigError(f"scrapy-domainstate: {exc}") from exc
@@ -1056,6 +1058,25 @@ class DomainStateManager:
                 "record": shown.current,
             },
             show_lines(shown),
+        )
+
+    def explain(self, target: str | Response) -> Inspection:
+        """Why a URL's domain is in its state and what would change it (``scrapy domainstate
+        explain URL``); given a response (``fetch()`` in ``scrapy shell``), the classifier's
+        verdict on it and the rule that fired (``explain URL --response FILE``)."""
+        if not isinstance(target, str):  # a Scrapy response
+            verdict = self.classifier.response(
+                target.status, target.headers, target.body, target.url, is_site_root(target.url)
+            )
+            lines = response_lines(self.classifier, target.url, target.status, target.headers, target.body)
+            return Inspection(
+                {"url": target.url, "outcome": verdict.outcome.value, "evidence": verdict.error_class}, lines
+            )
+        domain = self.key(target)
+        shown = look(self.store, target, domain, self.clock())
+        return Inspection(
+            {"domain": domain, "state": shown.state.value, "decision": shown.decision.value, "record": shown.current},
+            explain_lines(shown, self.config, self.classifier),
         )
 
 

@@ -169,5 +169,5 @@ async def send_probe(engine: ExecutionEngine, probe: Request, classifier: Classi
         return classifier.failure(exc)
     # From Scrapy's HTTP cache: not evidence, but stamped so the probe is not repeated.
     cached = "cached" in response.flags
-    antibot = None if cached else classifier.antibot(response.status, response.headers, b"")
+    antibot = None if cached else classifier.antibot(response.status, response.headers, b"", probe.url)
     return evidence.probe_verdict(response.status, antibot, is_site_root(probe.url), cached)

@@ -49,6 +49,7 @@ from scrapy_domainstate.core.keys import part_of
 from scrapy_domainstate.core.policy import Policy, parked_service
 from scrapy_domainstate.core.record import DomainStat, Outcome, RecentEntry, State
 from scrapy_domainstate.tools.crawllog import CrawlSummary
+from scrapy_domainstate.tools.explain import short_evidence
 from scrapy_domainstate.tools.showtext import part_label, plural
 
 __all__ = [
@@ -116,6 +117,16 @@ def _antibot_reason(entry: RecentEntry) -> str:
     return evidence or (f"http:{entry.status}" if entry.status else "antibot")
 
 
+def antibot_evidence(stat: DomainStat, current: DomainStat) -> str:
+    """An anti-bot domain's evidence in one short line: its latest anti-bot observation
+    (``GET 403 challenge:cloudflare:cf-mitigated, 2026-...``); ``''`` for other states.
+    ``scrapy domainstate explain DOMAIN`` tells the whole story."""
+    if current.state not in (State.ANTIBOT_SOFT, State.ANTIBOT_HARD) or current.state is not stat.state:
+        return ""
+    entry = next((e for e in reversed(stat.recent) if e.outcome is Outcome.ANTIBOT), None)
+    return "" if entry is None else short_evidence(entry)
+
+
 #: Outcomes that can send a domain to ``dead``.
 _DEAD_SIGNALS = frozenset({Outcome.DEAD, Outcome.PARKED})
 
@@ -169,6 +180,8 @@ class DomainRow:
     renders: int = field(compare=False)
     #: ``(domain, relation)`` for a host's own facts or a purpose's record (:func:`~.keys.part_of`)
     part_of: tuple[str, str] | None = field(default=None, compare=False)
+    #: an anti-bot domain's evidence: its latest anti-bot observation (:func:`antibot_evidence`)
+    evidence: str = field(default="", compare=False)
 
     @property
     def label(self) -> str:
@@ -284,6 +297,7 @@ class Summary:
             stat.fetch_ok + stat.tab_ok,
             stat.tab_total,
             part,
+            antibot_evidence(stat, current),
         )
         if len(self._rows) < self.table_rows:
             heapq.heappush(self._rows, row)
@@ -572,6 +586,7 @@ hyphens:none}
 td.domain{min-width:14em}.part{font-size:12px;color:var(--muted);font-family:system-ui,sans-serif}
 td.reason{white-space:nowrap}details.more[open]{white-space:normal;min-width:22em}details.more summary{cursor:pointer;list-style:none}
 details.more summary::-webkit-details-marker{display:none}details.more[open] summary{display:none}.examples{font-size:13px;color:var(--muted)}
+td.evidence{white-space:normal}
 .filters{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin:8px 0}
 .filters input,.filters select{font:inherit;padding:4px 8px;border:1px solid var(--line);border-radius:6px}
 .filters input{min-width:260px}
@@ -753,13 +768,41 @@ def _reasons_section(summary: Summary) -> str:
     return "".join(out)
 
 
+def _anchor(domain: str) -> str:
+    return "ev-" + "".join(c if c.isalnum() or c in "-." else "_" for c in domain)
+
+
+def _reason_cell(row: DomainRow) -> str:
+    """A row's reason; an anti-bot row's links to its evidence (:func:`_evidence_section`)."""
+    if not row.evidence:
+        return _reason(row.reason)
+    return f'<a href="#{_anchor(row.domain)}" title="{_e(row.evidence)}">{_reason(row.reason)}</a>'
+
+
+def _evidence_section(summary: Summary) -> str:
+    """Each anti-bot domain of the domain table, with its latest anti-bot observation."""
+    rows = [r for r in summary.rows if r.evidence]
+    if not rows:
+        return '<p class="note">No anti-bot domain among the domains listed.</p>'
+    body = "".join(
+        f'<tr id="{_anchor(r.domain)}"><td class="domain">{_row_name(r)}</td><td>{_badge(r.state)}</td>'
+        f'<td class="evidence"><code>{_e(r.evidence)}</code></td>'
+        f"<td><code>scrapy domainstate explain {_e(r.domain)}</code></td></tr>"
+        for r in rows
+    )
+    return (
+        '<table id="evidence-table"><thead><tr><th>Domain</th><th>State</th><th>Latest anti-bot observation</th>'
+        f"<th>The whole story</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
 def _domains_section(summary: Summary) -> str:
     rows = summary.rows
     if not rows:
         return '<p class="note">No domain in this store yet.</p>'
     body = "".join(
-        f'<tr data-state="{_e(r.state)}" data-search="{_e((r.label + " " + r.reason).lower())}">'
-        f'<td class="domain">{_row_name(r)}</td><td>{_badge(r.state)}</td><td class="reason">{_reason(r.reason)}</td>'
+        f'<tr data-state="{_e(r.state)}" data-search="{_e((r.label + " " + r.reason + " " + r.evidence).lower())}">'
+        f'<td class="domain">{_row_name(r)}</td><td>{_badge(r.state)}</td><td class="reason">{_reason_cell(r)}</td>'
         f'<td class="when">{_e(_when(r.since))}</td>'
         f'<td class="when">{_e("no TTL" if r.expires is None else _when(r.expires))}</td>'
         f'<td class="num">{r.fetches:,}</td><td class="num">{r.useful:,}</td><td class="num">{r.renders:,}</td>'
@@ -891,6 +934,15 @@ dropped from the records.</p>
 <section id="domains">
 <h2>All domains</h2>
 {_domains_section(summary)}
+</section>
+
+<section id="evidence">
+<h2>Anti-bot domains: their evidence</h2>
+<p class="note">The latest anti-bot observation of each <code>antibot-soft</code> and <code>antibot-hard</code>
+domain of the table above: how it was made, its status and its evidence (<code>challenge:</code> a challenge,
+<code>block:</code> a hard block; then the vendor and the marker or rule that fired). The command beside it
+prints the observations that moved the domain and what would change its state.</p>
+{_evidence_section(summary)}
 </section>
 
 <section id="changed">

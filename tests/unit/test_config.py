@@ -15,6 +15,7 @@ from scrapy.settings import BaseSettings, Settings
 from scrapy_domainstate.core.clock import DAY
 from scrapy_domainstate.core.config import DEFAULT_TTL, SETTINGS, Config, ConfigError
 from scrapy_domainstate.core.record import State
+from scrapy_domainstate.core.wallrules import Conditions, NeverWall, WallRules
 
 PREFIX = "DOMAINSTATE_"
 BY_NAME = {s.name: s for s in SETTINGS}
@@ -57,6 +58,8 @@ def test_defaults_equal_the_settings_table(settings):
             assert dict(value) == DEFAULT_TTL
         elif s.name == "DOMAINSTATE_CHALLENGE_MARKERS":
             assert dict(value) == s.default
+        elif s.name == "DOMAINSTATE_WALL_RULES":  # parsed: no wall rule, no exception
+            assert s.default == {} and value == WallRules() and not value
         else:
             assert value == s.default, s.name
     assert config == Config()
@@ -182,6 +185,18 @@ VALID = {
     "DOMAINSTATE_CHALLENGE_MARKERS": [
         ({"acme": ["Checking your browser", "acme-shield"]}, {"acme": ("Checking your browser", "acme-shield")}),
         ('{"acme": "acme-shield"}', {"acme": ("acme-shield",)}),
+    ],
+    "DOMAINSTATE_WALL_RULES": [
+        ({}, WallRules()),
+        (
+            '{"never": [{"domain": "partner.example"}]}',
+            WallRules(never=(NeverWall("never1", Conditions(domains=("partner.example",))),)),
+        ),
+    ],
+    "DOMAINSTATE_WALL_PREDICATE": [
+        ("os.path.isfile", "os.path.isfile"),
+        (useful_outcome, f"{__name__}.useful_outcome"),
+        ("none", None),
     ],
     "DOMAINSTATE_BODY_SCAN_BYTES": [("4096", 4096), (256, 256)],
     "DOMAINSTATE_FLUSH_INTERVAL": [("0.5", 0.5), (0, 0.0)],
@@ -534,6 +549,7 @@ def test_field_annotations_agree_with_the_rows_types():
             "Mapping[str, Any]",
             "Mapping[str, Any] | None",  # DOMAINSTATE_BROWSER_META (None: no browser)
             "Mapping[str, tuple[str, ...]]",
+            "WallRules",  # DOMAINSTATE_WALL_RULES, parsed (scrapy_domainstate.detect.wallrules)
         },
     }
     for f in dataclasses.fields(Config):

@@ -10,12 +10,14 @@ import sqlite3
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from scrapy.exceptions import UsageError
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.record import State
+from scrapy_domainstate.detect.classify import Classifier
 from scrapy_domainstate.tools.commands.domainstate._context import Context
 from scrapy_domainstate.tools.commands.domainstate._import import SHOWN_ERRORS, Checked, Spool, check, write
 from scrapy_domainstate.tools.commands.domainstate._output import (
@@ -33,6 +35,7 @@ from scrapy_domainstate.tools.commands.domainstate._output import (
 from scrapy_domainstate.tools.commands.domainstate._store import batches, derived_cells, put_all
 from scrapy_domainstate.tools.crawllog import read_crawls
 from scrapy_domainstate.tools.csvio import write_csv
+from scrapy_domainstate.tools.explain import explain_lines, parse_saved_response, response_lines
 from scrapy_domainstate.tools.report import STATE_DECISIONS, Summary, plural, summarize, write_report
 from scrapy_domainstate.tools.showtext import iso, look, relative, show_lines
 
@@ -130,6 +133,39 @@ def show(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return
     print("\n".join(show_lines(shown)))
+
+
+# ------------------------------------------------------------------ explain
+
+
+def explain(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
+    target = args[0]
+    config = ctx.config()
+    classifier = Classifier(config)
+    if opts.response is None:
+        if opts.status is not None or opts.header:
+            raise Failure(2, "--status and --header apply to 'explain --response FILE'")
+        key = ctx.key(target)
+        with ctx.store() as store:
+            shown = look(store, target, key, time.time())
+        print("\n".join(explain_lines(shown, config, classifier)))
+        return
+    headers = {}
+    for given in opts.header or ():
+        name, colon, value = given.partition(":")
+        if not colon or not name.strip():
+            raise Failure(2, f"--header must be 'Name: value', got {given!r}")
+        headers[name.strip()] = value.strip()
+    try:
+        data = sys.stdin.buffer.read() if opts.response == "-" else Path(opts.response).read_bytes()
+    except OSError as exc:
+        raise Failure(1, f"cannot read {opts.response}: {exc.strerror or exc}") from None
+    try:
+        saved = parse_saved_response(data, opts.status, headers)
+    except ValueError as exc:
+        raise Failure(1, f"{opts.response}: {exc}") from None
+    url = target if "://" in target else f"https://{target}/"
+    print("\n".join(response_lines(classifier, url, saved.status, saved.headers, saved.body)))
 
 
 # ------------------------------------------------------------------ set, reset

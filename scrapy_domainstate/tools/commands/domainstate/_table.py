@@ -81,6 +81,31 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         ),
     ),
     Subcommand(
+        "explain",
+        h.explain,
+        Access.READ,
+        args="URL",
+        min_args=1,
+        max_args=1,
+        options=frozenset({"response", "status", "header"}),
+        help=(
+            (
+                "explain URL",
+                "the decision a request to URL gets now, its domain's\n"
+                "state and why (the observations that moved it, with\n"
+                "their evidence) and what would change it",
+            ),
+            (
+                "  --response FILE",
+                "the classifier's verdict on a saved response and the\n"
+                "rule or marker that fired: FILE is what 'curl -i'\n"
+                "prints, or a body alone ('-': stdin) with --status N\n"
+                "and --header 'Name: value' (repeatable); the settings'\n"
+                "DOMAINSTATE_WALL_RULES apply; the store is not read",
+            ),
+        ),
+    ),
+    Subcommand(
         "set",
         h.set_state,
         Access.CREATE,
@@ -217,6 +242,27 @@ OPTIONS: tuple[Option, ...] = (
         "export: only rows in this state (repeatable, or comma-separated)",
         "--state",
         kwargs={"action": "append", "metavar": "STATE"},
+    ),
+    Option(
+        ("--response",),
+        "response",
+        "explain: a saved response (raw HTTP message or a body)",
+        "--response",
+        kwargs={"metavar": "FILE"},
+    ),
+    Option(
+        ("--status",),
+        "status",
+        "explain --response: the status of a body-only FILE (default 200)",
+        "--status",
+        kwargs={"type": int, "metavar": "N"},
+    ),
+    Option(
+        ("--header",),
+        "header",
+        "explain --response: a header 'Name: value' (repeatable)",
+        "--header",
+        kwargs={"action": "append", "metavar": "'NAME: VALUE'"},
     ),
     Option(("--top",), "top", "report: rows of 'changed most'", "--top", 25, {"type": int, "metavar": "N"}),
     Option(("--port",), "port", "serve: TCP port (0: any free port)", "--port", 8790, {"type": int}),
