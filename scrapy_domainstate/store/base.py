@@ -137,6 +137,12 @@ class DomainStore(ABC):
         """The record at ``now``: a new one if missing, expiry applied."""
         return self.policy.current(self.get(domain), domain, now)
 
+    def prefetch(self, domains: tuple[str, ...]) -> Any:
+        """``None`` when :meth:`decide` answers for these keys without a network round trip;
+        else a Deferred that fires once it does (a store with a read cache fills it off the
+        reactor thread). Local stores read at once: ``None``."""
+        return None
+
     def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         """``(decision, state, state_expires_at)`` for a request to ``domain`` at ``now``."""
         stat = self.get(domain)
