@@ -98,6 +98,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis store needs redis-py: pip install 'scrapy-domainstate[redis]'") from exc
 
 from .._breaker import CircuitBreaker
+from .._readcache import ReadCache
 from .._time import FUTURE_MARGIN
 from ..config import Config, ConfigError
 from ..policy import EXPIRES_TO, Decision, Policy, Transition
@@ -262,6 +263,14 @@ def _has_hash_tag(prefix: str) -> bool:
     return _TAGGED_PREFIX.fullmatch(prefix) is not None
 
 
+def _reactor_running() -> bool:
+    """A crawl's reactor runs (never imported here: that would install the default one)."""
+    import sys
+
+    reactor = sys.modules.get("twisted.internet.reactor")
+    return bool(getattr(reactor, "running", False))
+
+
 def _disconnect_cause(exc: BaseException) -> BaseException | None:
     """redis-py turns a lost connection under WATCH into a WatchError: find the real cause."""
     if isinstance(exc, WatchError):
@@ -311,6 +320,9 @@ class RedisStore(DomainStore):
     token_ttl_ms = 86_400_000
     scan_count = 1000
     evict_batch = 1000
+    #: The read cache (a crawl's decisions, see :mod:`scrapy_domainstate._readcache`): a record
+    #: a decision uses is read again from Redis every ``refresh`` seconds (``?refresh=`` in the URL).
+    refresh = 0.5
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None, *, cluster: bool | None = None):
         super().__init__(config, policy)
@@ -348,6 +360,12 @@ class RedisStore(DomainStore):
         self._lru_size = 0
         self._url_pending: dict[str, float] = {}
         self._budget_end = math.inf
+        #: The read cache, started by the first prefetch() while a reactor runs (a crawl).
+        self.cache: ReadCache | None = None
+        self._reader: tuple[str, dict[str, Any], bool] | None = None
+        self._reader_client: Any = None
+        self._reader_deadline = _Deadline()
+        self._slow_reads = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -406,6 +424,7 @@ class RedisStore(DomainStore):
             raise StoreError(f"Redis store: cannot reach {masked} (DOMAINSTATE_REDIS_URL): {exc}") from exc
         self._client = client
         self._cluster = bool(cluster)
+        self._reader = (url, kwargs, self._cluster)
         self._per_domain = self._cluster and not _has_hash_tag(self.prefix)
         self._evict_script = None if self._cluster else client.register_script(_EVICT_LUA)
         self.read_breaker.reset()
@@ -421,7 +440,7 @@ class RedisStore(DomainStore):
         )
 
     #: The store's own URL parameters (seconds): taken out of the URL before redis-py sees it.
-    URL_OPTIONS = ("read_deadline", "write_deadline", "slow_reply")
+    URL_OPTIONS = ("read_deadline", "write_deadline", "slow_reply", "refresh")
 
     def _take_url_options(self, url: str) -> str:
         """Set :attr:`URL_OPTIONS` given in the URL's query (``?read_deadline=0.5``) on this
@@ -464,6 +483,7 @@ class RedisStore(DomainStore):
         if client is None:
             return
         try:
+            self._stop_cache()  # (no more reads: the reader's last reply is not an outage of this store)
             self._flush(force=True)
             if self._done_tokens:
                 self._unlink_quietly(self._done_tokens)
@@ -474,6 +494,7 @@ class RedisStore(DomainStore):
             )
             raise StoreError(f"{exc} ({lost} buffered outcomes were not written)") from exc
         finally:
+            self._stop_cache()
             self._client = None
             client.close()
 
@@ -661,6 +682,94 @@ class RedisStore(DomainStore):
             self._marker_key,
         )
 
+    # ------------------------------------------------------------ read cache
+
+    def prefetch(self, domains: tuple[str, ...]) -> Any:
+        """The read cache's answer (see :mod:`scrapy_domainstate._readcache`): ``None`` when
+        these domains' records (and the first one's dead-URL mark) are cached, else a Deferred
+        fired once the reader thread has read them. Outside a running reactor (a script, the
+        operators' commands): ``None``, and decisions read Redis as they come."""
+        cache = self.cache
+        if cache is None:
+            if self._client is None or not _reactor_running():
+                return None
+            cache = self._start_cache()
+        keys = [f"{self.prefix}d:{{{domain}}}" for domain in domains]
+        keys.append(f"{self.prefix}u:domain:{domains[0]}")  # (DeadUrls' per-domain mark)
+        return cache.want(keys)
+
+    def _start_cache(self) -> ReadCache:
+        from twisted.internet import reactor
+
+        self.cache = ReadCache(
+            self._reader_fetch,
+            self._reader_report,
+            self.refresh,
+            self.breaker_seconds,
+            reactor.callFromThread,  # type: ignore[attr-defined]
+        ).start()
+        return self.cache
+
+    def _stop_cache(self) -> None:
+        cache, self.cache = self.cache, None
+        if cache is not None:
+            cache.stop()
+        client, self._reader_client = self._reader_client, None
+        if client is not None:
+            client.close()
+
+    def _reader_fetch(self, keys: list[str]) -> tuple[list[Any], float]:
+        """In the reader thread: one MGET on the reader's own connection, within read_deadline."""
+        client = self._reader_client
+        if client is None:
+            assert self._reader is not None
+            url, kwargs, cluster = self._reader
+            kwargs = {**kwargs, "connection_class": _connection_class(url, self._reader_deadline)}
+            client = (redis.RedisCluster if cluster else redis.Redis).from_url(url, **kwargs)
+            self._reader_client = client
+        deadline = self._reader_deadline
+        deadline.start(self.read_deadline)
+        try:
+            values = client.mget_nonatomic(keys) if self._cluster else client.mget(keys)
+        finally:
+            deadline.end()
+        return values, deadline.worst
+
+    def _reader_report(self, exc: BaseException | None, worst: float, short: bool) -> None:
+        """On the reactor thread: a reader round trip's outcome, for the breakers and counters."""
+        if short:
+            self.short_circuits += 1
+            return
+        if exc is not None:
+            self._slow_reads = 0
+            self._failed(exc, "read", "read")
+            return
+        if worst > self.slow_reply:
+            self.slow_calls += 1
+            self._slow_reads += 1
+            if self._slow_reads >= self.slow_threshold:
+                self._slow_reads = 0
+                self._failed(
+                    redis.TimeoutError(f"{self.slow_threshold} reads in a row waited over {self.slow_reply:g} s"),
+                    "read",
+                    "read",
+                )
+            return
+        self._slow_reads = 0
+        self.read_breaker.success()
+        if self._outage is not None and self.read_breaker.state == self.write_breaker.state == CircuitBreaker.CLOSED:
+            self._outage_ends()
+
+    def _cached(self, key: str) -> bytes | None:
+        """The cached value of ``key`` if the cache holds it, else a read of Redis (as before)."""
+        cache = self.cache
+        if cache is not None:
+            entry = cache.entries.get(key)
+            if entry is not None:
+                entry.used = True
+                return entry.raw
+        return self._read(key)
+
     # -------------------------------------------------------------- reading
 
     def _read(self, key: str) -> bytes | None:
@@ -703,14 +812,14 @@ class RedisStore(DomainStore):
             return None
 
     def _load_raw(self, domain: str) -> DomainStat | None:
-        raw = self._read(self._rkey(domain))
+        raw = self._cached(self._rkey(domain))
         return None if raw is None else self._decode(domain, raw)
 
     def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         # Hot path: decode only the fixed header unless the state has expired.
         if domain in self._view:
             return super().decide(domain, now)
-        raw = self._read(self._rkey(domain))
+        raw = self._cached(self._rkey(domain))
         if raw is not None:
             try:
                 state, expires, changed, probed, browser = decode_decision(raw)
@@ -733,7 +842,7 @@ class RedisStore(DomainStore):
         until = self._url_pending.get(fingerprint)
         if until is not None:
             return until
-        raw = self._read(self._ukey(fingerprint))
+        raw = self._cached(self._ukey(fingerprint))
         if not raw:
             return None
         try:
@@ -748,7 +857,7 @@ class RedisStore(DomainStore):
 
     def mark_url_dead(self, fingerprint: str, until: float) -> None:
         client = self._require()
-        if self._available():
+        if self.cache is None and self._available():  # (in a crawl, the next flush writes it)
             deadline = self._deadline
             deadline.start(self.read_deadline)  # one round trip on the hot path, like a read
             try:
@@ -772,8 +881,11 @@ class RedisStore(DomainStore):
             for fingerprint, until in marks.items():
                 pipe.set(self._ukey(fingerprint), repr(until), pxat=self._url_expiry_ms(until))
             pipe.execute()
-        for fingerprint in marks:
+        cache = self.cache
+        for fingerprint, until in marks.items():
             self._url_pending.pop(fingerprint, None)
+            if cache is not None:
+                cache.put(self._ukey(fingerprint), repr(until).encode("ascii"))
 
     # -------------------------------------------------------------- writing
 
@@ -961,8 +1073,9 @@ class RedisStore(DomainStore):
                     for (domain, entries), raw in zip(chunk, raws, strict=True)
                 }
                 pipe.multi()
-                for key, stat in zip(keys, results.values(), strict=True):
-                    pipe.set(key, encode(stat), pxat=self._expiry_ms(stat))
+                encoded = [encode(stat) for stat in results.values()]
+                for key, stat, raw in zip(keys, results.values(), encoded, strict=True):
+                    pipe.set(key, raw, pxat=self._expiry_ms(stat))
                 pipe.zadd(self._lru_key, {domain: stat.last_seen for domain, stat in results.items()})
                 pipe.set(token, b"1", px=self.token_ttl_ms)
                 done = list(self._done_tokens)
@@ -976,6 +1089,10 @@ class RedisStore(DomainStore):
             self._done_tokens.append(token)
             self._lru_size = replies[-1]
             self._written.update(results)
+            cache = self.cache
+            if cache is not None:
+                for key, raw in zip(keys, encoded, strict=True):
+                    cache.put(key, raw)
             return results
         # Heavy contention on a wide WATCH: narrow it to one domain at a time.
         return {domain: self._tx_domain(domain, entries) for domain, entries in chunk}
@@ -1014,7 +1131,8 @@ class RedisStore(DomainStore):
                     raise (_disconnect_cause(exc) or exc) from None
                 stat = apply_entries(self.policy, self._decode_or_none(domain, raw), domain, entries)
                 pipe.multi()
-                pipe.set(key, encode(stat), pxat=self._expiry_ms(stat))
+                encoded = encode(stat)
+                pipe.set(key, encoded, pxat=self._expiry_ms(stat))
                 pipe.set(token, b"1", px=self.token_ttl_ms)
                 if not self._per_domain:  # one slot: the LRU update rides in the transaction
                     pipe.zadd(self._lru_key, {domain: stat.last_seen})
@@ -1028,6 +1146,8 @@ class RedisStore(DomainStore):
             else:
                 self._lru_size = replies[-1]
             self._written.add(domain)
+            if self.cache is not None:
+                self.cache.put(key, encoded)
             return stat
         raise _Contention(f"{self.describe()}: {domain} kept changing under {self.domain_attempts} attempts")
 
@@ -1122,6 +1242,8 @@ class RedisStore(DomainStore):
                 pipe.zadd(self._lru_key, {stat.domain: stat.last_seen})
                 pipe.zcard(self._lru_key)
                 self._lru_size = pipe.execute()[-1]
+            if self.cache is not None:
+                self.cache.put(key, encode(stat))
             if self._lru_size > self.config.max_domains:
                 self._evict()
         except RedisError as exc:
@@ -1134,6 +1256,8 @@ class RedisStore(DomainStore):
                 pipe.unlink(self._rkey(domain))
                 pipe.zrem(self._lru_key, domain)
                 deleted = pipe.execute()[0]
+            if self.cache is not None:
+                self.cache.put(self._rkey(domain), None)
         except RedisError as exc:
             raise StoreError(f"{self.describe()}: cannot delete {domain}: {_reason(exc)}") from exc
         return bool(deleted)
@@ -1169,6 +1293,8 @@ class RedisStore(DomainStore):
         self._lru_updates.clear()
         self._url_pending.clear()
         self._lru_size = 0
+        if self.cache is not None:
+            self.cache.clear()
         return n
 
     def _unlink_keys(self, keys: list[bytes]) -> int:

@@ -1,0 +1,223 @@
+"""The Redis store's local read cache: decisions read memory, a reader thread reads Redis.
+
+One :class:`ReadCache` per open Redis store, active once a crawl's reactor runs (the store
+turns it on at its first :meth:`~scrapy_domainstate.store.base.DomainStore.prefetch`).
+
+- **Misses wait for their own batch only.** :meth:`ReadCache.want` (reactor thread) returns
+  ``None`` when every key is cached, else a Deferred. The keys go to the reader thread,
+  which reads everything wanted since its last round trip in one ``MGET`` (``mget_nonatomic``
+  on a cluster, chunks of :attr:`ReadCache.chunk`), stores the replies and fires the
+  Deferreds on the reactor thread (``callFromThread``). The reactor never waits for Redis.
+- **Kept fresh.** Every ``refresh / 4`` seconds the reader re-reads, in the same batched
+  way, each entry older than ``refresh`` that a decision used since it was read, and forgets
+  the others (memory follows the domains being crawled). While Redis answers, a cached
+  record is at most ``refresh`` plus a quarter of it plus one ``MGET`` old.
+- **The store's own writes** go into the cache as they are written (:meth:`put`), and a
+  reply read before a local write never overwrites it.
+- **Redis failing.** A failed ``MGET`` pauses the reader for the store's ``breaker_seconds``:
+  meanwhile misses answer "not stored" at once (a request is decided as for an unknown
+  domain, as the store's read breaker does) and cached entries keep answering with what was
+  last read. The failure and each reply are reported to the store on the reactor thread, where
+  its breakers, counters and outage warnings live.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred
+
+__all__ = ["Entry", "ReadCache"]
+
+logger = logging.getLogger(__name__)
+
+
+class Entry:
+    """One cached value (``None``: not stored), when it was read (monotonic clock), and
+    whether a decision used it since."""
+
+    __slots__ = ("at", "raw", "used")
+
+    def __init__(self, raw: bytes | None, at: float, used: bool = False) -> None:
+        self.raw = raw
+        self.at = at
+        self.used = used
+
+
+class _Waiter:
+    __slots__ = ("deferred", "left")
+
+    def __init__(self, keys: set[str]) -> None:
+        self.left = keys
+        self.deferred: Deferred[None] = Deferred()
+
+
+#: ``fetch(keys) -> (values, worst reply wait in seconds)`` in the reader thread.
+Fetch = Callable[[list[str]], tuple[list[Any], float]]
+#: ``report(error or None, worst reply wait, short-circuited)`` on the reactor thread.
+Report = Callable[[BaseException | None, float, bool], None]
+
+
+class ReadCache:
+    #: Keys per MGET.
+    chunk = 1000
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        report: Report,
+        refresh: float,
+        pause: float,
+        call_from_thread: Callable[..., Any],
+    ) -> None:
+        self.entries: dict[str, Entry] = {}
+        self.refresh = refresh
+        self.pause = pause
+        self._fetch = fetch
+        self._report = report
+        self._call = call_from_thread
+        self._waiting: dict[str, list[_Waiter]] = {}  # reactor thread only
+        self._wanted: list[str] = []  # appended on the reactor thread, taken by the reader
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._paused_until = 0.0
+        self._thread: threading.Thread | None = None
+        #: round trips and keys read by the reader thread (misses and refreshes)
+        self.batches = 0
+        self.keys_read = 0
+
+    # ------------------------------------------------------ reactor thread
+
+    def start(self) -> ReadCache:
+        self._thread = threading.Thread(target=self._run, name="domainstate-redis-reads", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        # whatever still waits goes on (decided as for what is cached: nothing)
+        self._deliver(list(self._waiting))
+
+    def want(self, keys: list[str]) -> Deferred[None] | None:
+        """``None`` when every key is cached; else a Deferred fired once they all are."""
+        entries = self.entries
+        missing = [key for key in keys if key not in entries]
+        if not missing:
+            return None
+        waiter = _Waiter(set(missing))
+        new = []
+        waiting = self._waiting
+        for key in missing:
+            queued = waiting.get(key)
+            if queued is None:
+                waiting[key] = [waiter]
+                new.append(key)
+            else:
+                queued.append(waiter)
+        if new:
+            with self._cond:
+                self._wanted.extend(new)
+                self._cond.notify()
+        return waiter.deferred
+
+    def put(self, key: str, raw: bytes | None) -> None:
+        """The store wrote ``raw`` under ``key`` (``None``: deleted)."""
+        self.entries[key] = Entry(raw, time.monotonic(), used=True)
+
+    def drop(self, key: str) -> None:
+        self.entries.pop(key, None)
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+    def _delivered(self, keys: list[str], exc: BaseException | None, worst: float, short: bool) -> None:
+        try:
+            if not self._stopping:  # (a reply after stop(): the store is closing, no more outages)
+                self._report(exc, worst, short)
+        finally:
+            self._deliver(keys)
+
+    def _deliver(self, keys: list[str]) -> None:
+        waiting = self._waiting
+        for key in keys:
+            for waiter in waiting.pop(key, ()):
+                waiter.left.discard(key)
+                if not waiter.left:
+                    waiter.deferred.callback(None)
+
+    # ------------------------------------------------------- reader thread
+
+    def _run(self) -> None:
+        tick = self.refresh / 4
+        next_sweep = time.monotonic() + tick
+        while True:
+            with self._cond:
+                if not self._wanted and not self._stopping:
+                    self._cond.wait(max(0.0, next_sweep - time.monotonic()))
+                if self._stopping:
+                    return
+                batch, self._wanted = self._wanted, []
+            now = time.monotonic()
+            stale: list[str] = []
+            if now >= next_sweep:
+                next_sweep = now + tick
+                stale = self._sweep(now)
+            if batch or stale:
+                try:
+                    self._read(batch, stale, now)
+                except Exception:  # never let the thread die: the crawl would wait for it
+                    logger.exception("domainstate: the Redis read-cache thread failed")
+                    self._call(self._deliver, batch)
+
+    def _sweep(self, now: float) -> list[str]:
+        """Entries to read again (used since read) and forget the others."""
+        stale = []
+        refresh = self.refresh
+        entries = self.entries
+        for key, entry in list(entries.items()):
+            if now - entry.at >= refresh:
+                if entry.used:
+                    stale.append(key)
+                elif entries.get(key) is entry:
+                    del entries[key]
+        return stale
+
+    def _read(self, batch: list[str], stale: list[str], now: float) -> None:
+        entries = self.entries
+        if now < self._paused_until:
+            # Redis failing: a miss answers "not stored" now, read again once the pause is over
+            for key in batch:
+                entries.setdefault(key, Entry(None, now - self.refresh, used=True))
+            self._call(self._delivered, batch, None, 0.0, bool(batch))
+            return
+        keys = batch + stale
+        started = time.monotonic()
+        values: list[Any] = []
+        worst = 0.0
+        try:
+            for i in range(0, len(keys), self.chunk):
+                got, wait = self._fetch(keys[i : i + self.chunk])
+                values.extend(got)
+                worst = max(worst, wait)
+                self.batches += 1
+        except Exception as exc:
+            self._paused_until = time.monotonic() + self.pause
+            for key in batch:
+                entries.setdefault(key, Entry(None, started - self.refresh, used=True))
+            self._call(self._delivered, batch, exc, worst, False)
+            return
+        self.keys_read += len(keys)
+        for key, raw in zip(keys, values, strict=True):
+            old = entries.get(key)
+            if old is not None and old.at > started:
+                continue  # written by the store meanwhile: newer than this reply
+            entries[key] = Entry(raw, started)
+        self._call(self._delivered, batch, None, worst, False)
