@@ -9,9 +9,12 @@ turns it on at its first :meth:`~scrapy_domainstate.store.base.DomainStore.prefe
   on a cluster, chunks of :attr:`ReadCache.chunk`), stores the replies and fires the
   Deferreds on the reactor thread (``callFromThread``). The reactor never waits for Redis.
 - **Kept fresh.** Every ``refresh / 4`` seconds the reader re-reads, in the same batched
-  way, each entry older than ``refresh`` that a decision used since it was read, and forgets
-  the others (memory follows the domains being crawled). While Redis answers, a cached
-  record is at most ``refresh`` plus a quarter of it plus one ``MGET`` old.
+  way, each entry older than ``refresh`` that a decision used since it was read (misses go
+  first, between refresh chunks). An entry older than ``max_age`` (not used for a while,
+  or a refresh late) counts as a miss: the next request for it waits for a fresh read.
+  Entries unused for :attr:`ReadCache.forget` seconds are dropped (memory follows the
+  domains being crawled). So while Redis answers, a request is decided on a record at most
+  ``max_age`` old (0.75 s by default).
 - **The store's own writes** go into the cache as they are written (:meth:`put`), and a
   reply read before a local write never overwrites it.
 - **Redis failing.** A failed ``MGET`` pauses the reader for the store's ``breaker_seconds``:
@@ -64,18 +67,23 @@ Report = Callable[[BaseException | None, float, bool], None]
 
 class ReadCache:
     #: Keys per MGET.
-    chunk = 1000
+    chunk = 500
+    #: Entries unused this long are dropped.
+    forget = 60.0
 
     def __init__(
         self,
         fetch: Fetch,
         report: Report,
         refresh: float,
+        max_age: float,
         pause: float,
         call_from_thread: Callable[..., Any],
     ) -> None:
         self.entries: dict[str, Entry] = {}
         self.refresh = refresh
+        #: An entry older than this is a miss for :meth:`want`.
+        self.max_age = max_age
         self.pause = pause
         self._fetch = fetch
         self._report = report
@@ -109,7 +117,15 @@ class ReadCache:
     def want(self, keys: list[str]) -> Deferred[None] | None:
         """``None`` when every key is cached; else a Deferred fired once they all are."""
         entries = self.entries
-        missing = [key for key in keys if key not in entries]
+        now = time.monotonic()
+        oldest = now - self.max_age
+        missing = []
+        for key in keys:
+            entry = entries.get(key)
+            if entry is None or entry.at < oldest:
+                missing.append(key)
+            else:
+                entry.used = True
         if not missing:
             return None
         waiter = _Waiter(set(missing))
@@ -170,27 +186,36 @@ class ReadCache:
             if now >= next_sweep:
                 next_sweep = now + tick
                 stale = self._sweep(now)
-            if batch or stale:
-                try:
-                    self._read(batch, stale, now)
-                except Exception:  # never let the thread die: the crawl would wait for it
-                    logger.exception("domainstate: the Redis read-cache thread failed")
-                    self._call(self._deliver, batch)
+            try:
+                if batch:  # misses first: a request waits for them
+                    self._read(batch, [], now)
+                for i in range(0, len(stale), self.chunk):
+                    with self._cond:
+                        batch, self._wanted = self._wanted, []
+                    if batch:  # (misses that came meanwhile go before the next refresh chunk)
+                        self._read(batch, [], time.monotonic())
+                    self._read([], stale[i : i + self.chunk], now)
+            except Exception:  # never let the thread die: the crawl would wait for it
+                logger.exception("domainstate: the Redis read-cache thread failed")
+                self._call(self._deliver, batch)
 
     def _sweep(self, now: float) -> list[str]:
-        """Entries to read again (used since read) and forget the others."""
+        """Entries to read again (used since read); drop those unused for :attr:`forget`."""
         stale = []
-        refresh = self.refresh
+        fresh_until = now - self.refresh
+        forget_before = now - self.forget
         entries = self.entries
         for key, entry in list(entries.items()):
-            if now - entry.at >= refresh:
+            if entry.at <= fresh_until:
                 if entry.used:
                     stale.append(key)
-                elif entries.get(key) is entry:
+                elif entry.at < forget_before and entries.get(key) is entry:
                     del entries[key]
         return stale
 
     def _read(self, batch: list[str], stale: list[str], now: float) -> None:
+        if not batch and not stale:
+            return
         entries = self.entries
         if now < self._paused_until:
             # Redis failing: a miss answers "not stored" now, read again once the pause is over

@@ -54,10 +54,20 @@ Design (the README's "Running a fleet" section quotes these):
   (Scrapy's ``REDIS_URL``, as scrapy-redis reads it, is the fallback); an unreachable
   server, or one older than Redis 6.2 (``SET ... PXAT``, ``ZADD ... GT``), is a
   ``StoreError`` naming the URL with its password masked. Nothing connects before ``open()``.
-- **Synchronous, like the LMDB store**: one ``GET`` per decision (only the fixed header
-  is decoded), one ``GET`` per outcome of a domain with nothing buffered, and one
-  transaction per ``chunk_size`` domains per flush. While Redis is down, decisions are
-  those for a domain seen for the first time, refined by this process's own buffered
+- **Reads that do not wait** (in a crawl): decisions read a local cache
+  (:mod:`scrapy_domainstate._readcache`) that a reader thread fills with batched ``MGET``
+  on its own connection and refreshes every :attr:`RedisStore.refresh` seconds (0.4 s) for
+  the records decisions use; a request whose records are not cached, or cached longer ago
+  than :attr:`RedisStore.max_age` (0.75 s), waits (a Deferred, in the downloader
+  middleware) for its own batch, never the reactor. The store's own writes go into the
+  cache as written. So a decision's record is at most ``max_age`` old while Redis answers;
+  a verdict another crawler learns reaches this one within its flush interval
+  (``DOMAINSTATE_FLUSH_INTERVAL``, 1 s) plus that. Outside a
+  running reactor (scripts, operators' commands) the store is synchronous: one ``GET`` per
+  decision (only the fixed header is decoded). Writes: one transaction per ``chunk_size``
+  domains per flush (from the crawl's flush timer); a URL dead mark waits for that flush in
+  a crawl. While Redis is down, decisions are those for a domain seen for the first time
+  (cached records keep answering as last read), refined by this process's own buffered
   outcomes.
 - **Record expiry in Redis.** States expire lazily and an expired record keeps its
   counters, so Redis must not drop a record while it still means something. A record
@@ -321,8 +331,11 @@ class RedisStore(DomainStore):
     scan_count = 1000
     evict_batch = 1000
     #: The read cache (a crawl's decisions, see :mod:`scrapy_domainstate._readcache`): a record
-    #: a decision uses is read again from Redis every ``refresh`` seconds (``?refresh=`` in the URL).
-    refresh = 0.5
+    #: a decision uses is read again from Redis every ``refresh`` seconds (``?refresh=`` in the
+    #: URL), and one older than ``max_age`` is read again before a request is decided on it
+    #: (``?max_age=``): the staleness bound of a decision while Redis answers.
+    refresh = 0.4
+    max_age = 0.75
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None, *, cluster: bool | None = None):
         super().__init__(config, policy)
@@ -440,7 +453,7 @@ class RedisStore(DomainStore):
         )
 
     #: The store's own URL parameters (seconds): taken out of the URL before redis-py sees it.
-    URL_OPTIONS = ("read_deadline", "write_deadline", "slow_reply", "refresh")
+    URL_OPTIONS = ("read_deadline", "write_deadline", "slow_reply", "refresh", "max_age")
 
     def _take_url_options(self, url: str) -> str:
         """Set :attr:`URL_OPTIONS` given in the URL's query (``?read_deadline=0.5``) on this
@@ -705,6 +718,7 @@ class RedisStore(DomainStore):
             self._reader_fetch,
             self._reader_report,
             self.refresh,
+            max(self.max_age, self.refresh),
             self.breaker_seconds,
             reactor.callFromThread,  # type: ignore[attr-defined]
         ).start()
