@@ -9,8 +9,8 @@ turns it on at its first :meth:`~scrapy_domainstate.store.base.DomainStore.prefe
   on a cluster, chunks of :attr:`ReadCache.chunk`), stores the replies and fires the
   Deferreds on the reactor thread (``callFromThread``). The reactor never waits for Redis.
 - **Kept fresh.** Every ``refresh / 4`` seconds the reader re-reads, in the same batched
-  way, each entry older than ``refresh`` that a decision used since it was read (misses go
-  first, between refresh chunks). An entry older than ``max_age`` (not used for a while,
+  way, each entry older than ``refresh`` that a decision used in its last
+  :attr:`ReadCache.keep_idle` refreshes (misses go first, between refresh chunks). An entry older than ``max_age`` (not used for a while,
   or a refresh late) counts as a miss: the next request for it waits for a fresh read.
   Entries unused for :attr:`ReadCache.forget` seconds are dropped (memory follows the
   domains being crawled). So while Redis answers, a request is decided on a record at most
@@ -40,15 +40,16 @@ logger = logging.getLogger(__name__)
 
 
 class Entry:
-    """One cached value (``None``: not stored), when it was read (monotonic clock), and
-    whether a decision used it since."""
+    """One cached value (``None``: not stored), when it was read (monotonic clock), whether a
+    decision used it since, and for how many refreshes in a row none did."""
 
-    __slots__ = ("at", "raw", "used")
+    __slots__ = ("at", "idle", "raw", "used")
 
-    def __init__(self, raw: bytes | None, at: float, used: bool = False) -> None:
+    def __init__(self, raw: bytes | None, at: float, used: bool = False, idle: int = 0) -> None:
         self.raw = raw
         self.at = at
         self.used = used
+        self.idle = idle
 
 
 class _Waiter:
@@ -70,6 +71,9 @@ class ReadCache:
     chunk = 500
     #: Entries unused this long are dropped.
     forget = 60.0
+    #: Refreshes an entry gets while no decision uses it (12 x 0.4 s: a domain requested every
+    #: few seconds stays fresh; one not requested for longer is read again when it is).
+    keep_idle = 12
 
     def __init__(
         self,
@@ -207,7 +211,7 @@ class ReadCache:
         entries = self.entries
         for key, entry in list(entries.items()):
             if entry.at <= fresh_until:
-                if entry.used:
+                if entry.used or entry.idle < self.keep_idle:
                     stale.append(key)
                 elif entry.at < forget_before and entries.get(key) is entry:
                     del entries[key]
@@ -244,5 +248,5 @@ class ReadCache:
             old = entries.get(key)
             if old is not None and old.at > started:
                 continue  # written by the store meanwhile: newer than this reply
-            entries[key] = Entry(raw, started)
+            entries[key] = Entry(raw, started, idle=0 if old is None or old.used else old.idle + 1)
         self._call(self._delivered, batch, None, worst, False)
