@@ -43,13 +43,16 @@ class Entry:
     """One cached value (``None``: not stored), when it was read (monotonic clock), whether a
     decision used it since, and for how many refreshes in a row none did."""
 
-    __slots__ = ("at", "idle", "raw", "used")
+    __slots__ = ("at", "current", "idle", "raw", "used")
 
     def __init__(self, raw: bytes | None, at: float, used: bool = False, idle: int = 0) -> None:
         self.raw = raw
         self.at = at
         self.used = used
         self.idle = idle
+        #: the store's decoded record as it stands after lazy expiry (set by the store: a
+        #: record whose state expired is decoded once, not at every decision)
+        self.current: Any = None
 
 
 class _Waiter:

@@ -444,6 +444,17 @@ class DomainStateManager:
         await maybe_deferred_to_future(pending)
         self._robots_txt(request, domain, host)
 
+    def before_queue_read(self, request: Request) -> Deferred[None] | None:
+        """The store's read of a request's records when they are not cached yet (a Deferred
+        for the filter's asynchronous paths to await), else ``None``."""
+        if not self._prefetch or request.meta.get(META_FORCE) or request.errback is not None:
+            return None
+        domain, host = request_keys(request.url, self.config.per_hostname)
+        if not domain:
+            return None
+        pending: Deferred[None] | None = self.store.prefetch(self._store_keys(domain, host))
+        return pending
+
     def skips_before_queue(self, request: Request) -> bool:
         """Whether a request about to be scheduled is dropped now (the skip-before-queue filter).
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from .manager import DomainStateManager
 
@@ -85,8 +86,11 @@ class DomainStateQueueFilter:
     errback still gets the ``IgnoreRequest`` (a spider's errback may count or log skips). It is counted and logged as the downloader middleware counts its skips
     (``decision/skip``, ``method/skip``, ``skip/{state}``, and ``skip/before_queue`` for
     these); every other request is decided by the downloader middleware as before. Domains
-    still being learned are never dropped here, nor a request whose record the store has not
-    read yet (the filter never waits for the network: the Redis store reads it meanwhile).
+    still being learned are never dropped here. With the Redis store, a start request or an
+    asynchronous callback's request whose records are not cached waits for the store's read
+    (that iterator alone waits, never the reactor); a synchronous callback's request is
+    never held: if its records are not cached it goes on (and is decided by the downloader
+    middleware).
 
     Placed last before the scheduler (priority 10, below Scrapy's own spider middlewares),
     so it decides only what would really be scheduled. Requests a component gives
@@ -109,9 +113,20 @@ class DomainStateQueueFilter:
             return True
         return not manager.skips_before_queue(obj)
 
+    async def _keep_after_read(self, obj: Any) -> bool:
+        """:meth:`_keep`, first waiting for the store's read of the records if they are not
+        cached (the asynchronous paths: only this iterator waits, never the reactor)."""
+        manager = self.manager
+        if not isinstance(obj, Request) or not manager.opened or not manager.spider_enabled():
+            return True
+        pending = manager.before_queue_read(obj)
+        if pending is not None:
+            await maybe_deferred_to_future(pending)
+        return not manager.skips_before_queue(obj)
+
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         async for obj in start:
-            if self._keep(obj):
+            if await self._keep_after_read(obj):
                 yield obj
 
     def process_start_requests(self, start_requests: Iterable[Any], spider: Any = None) -> Iterable[Any]:
@@ -128,5 +143,5 @@ class DomainStateQueueFilter:
         self, response: Response, result: AsyncIterator[Any], spider: Any = None
     ) -> AsyncIterator[Any]:
         async for obj in result:
-            if self._keep(obj):
+            if await self._keep_after_read(obj):
                 yield obj

@@ -833,7 +833,14 @@ class RedisStore(DomainStore):
         # Hot path: decode only the fixed header unless the state has expired.
         if domain in self._view:
             return super().decide(domain, now)
-        raw = self._cached(self._rkey(domain))
+        key = self._rkey(domain)
+        cache = self.cache
+        entry = None if cache is None else cache.entries.get(key)
+        if entry is not None:
+            entry.used = True
+            raw = entry.raw
+        else:
+            raw = self._read(key)
         if raw is not None:
             try:
                 state, expires, changed, probed, browser = decode_decision(raw)
@@ -843,12 +850,24 @@ class RedisStore(DomainStore):
                 if (expires is None or now < expires) and changed <= now + FUTURE_MARGIN:
                     return self.policy.decide_state(state, probed, changed, browser), state, expires
                 # expired, or stamped by a clock that ran ahead: the whole record decides
-                stat = self._decode_or_none(domain, raw)
+                # (decoded once per cached reply: the record as it stands while it holds)
+                stat = None if entry is None else entry.current
+                if stat is None or not self._holds(stat, now):
+                    stat = self._decode_or_none(domain, raw)
+                    if stat is not None:
+                        stat = self.policy.current(stat, domain, now)
+                        if entry is not None:
+                            entry.current = stat
                 if stat is not None:
-                    stat = self.policy.current(stat, domain, now)
                     return self.policy.decide(stat, now), stat.state, stat.state_expires_at
         new = self.policy.new(domain, now)
         return self.policy.decide(None, now), new.state, new.state_expires_at
+
+    @staticmethod
+    def _holds(stat: DomainStat, now: float) -> bool:
+        """A record brought to a past ``now`` by :meth:`Policy.current` still stands at this one."""
+        expires = stat.state_expires_at
+        return (expires is None or now < expires) and stat.state_changed_at <= now + FUTURE_MARGIN
 
     # ------------------------------------------------------- URL dead marks
 
