@@ -12,7 +12,7 @@ from scrapy_domainstate.middleware import DomainStateMiddleware
 from scrapy_domainstate.pipeline import DomainStatePipeline
 from scrapy_domainstate.runtime.failures import quiet_startup_failures
 from scrapy_domainstate.runtime.switch import off_reason, report_off
-from scrapy_domainstate.spidermw import DomainStateSpiderMiddleware
+from scrapy_domainstate.spidermw import DomainStateQueueFilter, DomainStateSpiderMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -23,6 +23,7 @@ __all__ = [
     "DOWNLOADER_MIDDLEWARE_PRIORITY",
     "EXTENSION_PRIORITY",
     "PIPELINE_PRIORITY",
+    "QUEUE_FILTER_PRIORITY",
     "SPIDER_MIDDLEWARE_PRIORITY",
     "Addon",
 ]
@@ -32,14 +33,18 @@ __all__ = [
 DOWNLOADER_MIDDLEWARE_PRIORITY = 540
 #: Close to the spider, so it counts exactly what the callback yields.
 SPIDER_MIDDLEWARE_PRIORITY = 950
+#: Last before the scheduler (below Offsite 500, Referer 700, UrlLength 800, Depth 900): the
+#: skip-before-queue filter decides only what would be scheduled.
+QUEUE_FILTER_PRIORITY = 10
 EXTENSION_PRIORITY = 500
 #: First: the store opens before the project's own pipelines open theirs.
 PIPELINE_PRIORITY = 0
 
 
 class Addon:
-    """Enables the downloader middleware, the spider middleware, the extension and the
-    pipeline that opens the store (so a store that cannot open fails the crawl's start).
+    """Enables the downloader middleware, the spider middlewares (the outcome counter and the
+    skip-before-queue filter), the extension and the pipeline that opens the store (so a
+    store that cannot open fails the crawl's start).
 
     Components a project already lists keep the priority it gave them. The
     settings are validated here, so a bad value fails at start-up naming it,
@@ -69,6 +74,9 @@ class Addon:
         )
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", DomainStateSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", DomainStateQueueFilter, QUEUE_FILTER_PRIORITY
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", DomainStateExtension, EXTENSION_PRIORITY)
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", DomainStatePipeline, PIPELINE_PRIORITY)

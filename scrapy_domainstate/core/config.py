@@ -605,6 +605,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _s("DOMAINSTATE_FLUSH_SIZE", 500, "int", "Buffered outcomes that trigger a store write.", parse=_int(1)),
     _s(
+        "DOMAINSTATE_SKIP_BEFORE_QUEUE",
+        True,
+        "bool",
+        "Drop requests to domains the memory skips (dead, cold, dead URLs) before they reach the scheduler.",
+    ),
+    _s(
         "DOMAINSTATE_POLITENESS",
         True,
         "bool",
@@ -786,6 +792,7 @@ class Config:
     body_scan_bytes: int = FROM_TABLE
     flush_interval: float = FROM_TABLE
     flush_size: int = FROM_TABLE
+    skip_before_queue: bool = FROM_TABLE
     politeness: bool = FROM_TABLE
     polite_max_delay: float = FROM_TABLE
     polite_ttl: float = FROM_TABLE

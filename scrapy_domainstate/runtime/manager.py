@@ -117,6 +117,9 @@ class DomainStateManager:
         self.policy = Policy(config)
         self.classifier = Classifier(config)
         self.store: DomainStore = create_store(config, self.policy)
+        #: The store reads over the network (the Redis store's read cache): a request whose
+        #: records are not cached waits for them (:meth:`DomainStore.prefetch`), not the reactor.
+        self._prefetch = type(self.store).prefetch is not DomainStore.prefetch
         self.outcomes = OutcomeSource(config)
         #: ``items`` or a callable's path: this spider's usefulness lives in its own records.
         self.purpose = self.outcomes.purpose
@@ -366,6 +369,13 @@ class DomainStateManager:
             self.telemetry.store_failed("read")
             return Decision.FETCH, State.UNKNOWN, None
 
+    def _store_keys(self, domain: str, host: str | None) -> tuple[str, ...]:
+        """The record keys :meth:`_decide` reads for a request."""
+        keys: tuple[str, ...] = (domain,) if host is None else (domain, host)
+        if self.purpose is not None:
+            keys += (purpose_key(host or domain, self.purpose),)
+        return keys
+
     def _mark(self, request: Request, domain: str, state: State, expires: float | None, method: str) -> None:
         # ``_value_``, not ``.value``: the Enum property costs a Python call per read.
         request.meta[META_OUT] = {"domain": domain, "state": state._value_, "expires_at": expires, "method": method}
@@ -399,6 +409,9 @@ class DomainStateManager:
         admitted = routing.admit_of(robots, url.partition(":")[0], domain, meta.get(META_REISSUE) == url)
         if admitted is not None and admitted.action is routing.Action.PASS:
             if robots and domain:
+                pending = self.store.prefetch(self._store_keys(domain, host)) if self._prefetch else None
+                if pending is not None:
+                    return self._robots_txt_after_read(pending, request, domain, host)
                 self._robots_txt(request, domain, host)
             return None  # robots.txt, file:, data:...: neither decided nor evidence
         if domain not in self._seen:
@@ -407,7 +420,83 @@ class DomainStateManager:
         meta[META_SEEN] = (retries, redirects, url, host)
         if repeat:
             meta[META_REPEAT] = repeat
+        if self._prefetch:
+            pending = self.store.prefetch(self._store_keys(domain, host))
+            if pending is not None:
+                return self._decide_after_read(pending, request, domain, host, self._flags(request), admitted)
         return self._decide_now(request, domain, host, self._flags(request), admitted)
+
+    async def _decide_after_read(
+        self,
+        pending: Deferred[None],
+        request: Request,
+        domain: str,
+        host: str | None,
+        flags: _Flags,
+        admitted: routing.Route | None,
+    ) -> None:
+        """A request whose records the store is reading: decided once they are in (it alone waits)."""
+        await maybe_deferred_to_future(pending)
+        pending_decision = self._decide_now(request, domain, host, flags, admitted)
+        if pending_decision is not None:
+            await pending_decision
+
+    async def _robots_txt_after_read(
+        self, pending: Deferred[None], request: Request, domain: str, host: str | None
+    ) -> None:
+        await maybe_deferred_to_future(pending)
+        self._robots_txt(request, domain, host)
+
+    def before_queue_read(self, request: Request) -> Deferred[None] | None:
+        """The store's read of a request's records when they are not cached yet (a Deferred
+        for the filter's asynchronous paths to await), else ``None``."""
+        if not self._prefetch or request.meta.get(META_FORCE) or request.errback is not None:
+            return None
+        domain, host = request_keys(request.url, self.config.per_hostname)
+        if not domain:
+            return None
+        pending: Deferred[None] | None = self.store.prefetch(self._store_keys(domain, host))
+        return pending
+
+    def skips_before_queue(self, request: Request) -> bool:
+        """Whether a request about to be scheduled is dropped now (the skip-before-queue filter).
+
+        Only what the downloader middleware would skip at once with no wait: a domain (or
+        host) the memory holds dead, cold or browser-only without a browser, or a URL marked
+        dead; and only for a request without an errback (one with an errback is skipped by the
+        downloader middleware, whose ``IgnoreRequest`` reaches it). A domain still being learned (unknown, antibot-soft) always goes on, and so does
+        a request whose record the store has not cached yet (:meth:`DomainStore.prefetch`:
+        the filter never waits for the network). A dropped request is counted and logged here
+        exactly as the downloader middleware counts its skips; one that goes on is decided
+        (and counted) there, once.
+        """
+        meta = request.meta
+        if meta.get(META_PROBE) or meta.get(META_FORCE) or request.errback is not None:
+            return False  # (an errback gets its IgnoreRequest from the downloader middleware, as ever)
+        url = request.url
+        domain, host = request_keys(url, self.config.per_hostname)
+        if not domain or not url.startswith(("http://", "https://")) or url.endswith("/robots.txt"):
+            return False
+        if self.store.prefetch(self._store_keys(domain, host)) is not None:
+            return False  # not cached: decided (after its read) by the downloader middleware
+        now = self.clock()
+        if self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
+            route, state, expires = routing.dead_url_of(False), State.DEAD, None
+        else:
+            decision, state, expires = self._decide(domain, now, host)
+            if state in _LEARNING:
+                return False
+            route = routing.route_of(decision, *self._flags(request))
+        if route is None or route.action is not routing.Action.SKIP:
+            return False
+        if domain not in self._seen:
+            self._see(domain)
+        try:
+            self._go(request, domain, route, state, expires)
+        except IgnoreRequest:
+            self.telemetry.inc("skip/before_queue")
+            return True
+        return False  # (not reached: a SKIP route raises)
 
     def _connect_left(self) -> None:
         if not self._left_connected:

@@ -17,6 +17,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision, Policy, Transition
@@ -158,6 +159,12 @@ class DomainStore(ABC):
     def current(self, domain: str, now: float) -> DomainStat:
         """The record at ``now``: a new one if missing, expiry applied."""
         return self.policy.current(self.get(domain), domain, now)
+
+    def prefetch(self, domains: tuple[str, ...]) -> Any:
+        """``None`` when :meth:`decide` answers for these keys without a network round trip;
+        else a Deferred that fires once it does (a store with a read cache fills it off the
+        reactor thread). Local stores read at once: ``None``."""
+        return None
 
     def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         """``(decision, state, state_expires_at)`` for a request to ``domain`` at ``now``."""

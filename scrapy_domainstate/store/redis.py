@@ -54,10 +54,20 @@ Design (the README's "Running a fleet" section quotes these):
   (Scrapy's ``REDIS_URL``, as scrapy-redis reads it, is the fallback); an unreachable
   server, or one older than Redis 6.2 (``SET ... PXAT``, ``ZADD ... GT``), is a
   ``StoreError`` naming the URL with its password masked. Nothing connects before ``open()``.
-- **Synchronous, like the LMDB store**: one ``GET`` per decision (only the fixed header
-  is decoded), one ``GET`` per outcome of a domain with nothing buffered, and one
-  transaction per ``chunk_size`` domains per flush. While Redis is down, decisions are
-  those for a domain seen for the first time, refined by this process's own buffered
+- **Reads that do not wait** (in a crawl): decisions read a local cache
+  (:mod:`scrapy_domainstate.store._readcache`) that a reader thread fills with batched ``MGET``
+  on its own connection and refreshes every :attr:`RedisStore.refresh` seconds (0.4 s) for
+  the records decisions use; a request whose records are not cached, or cached longer ago
+  than :attr:`RedisStore.max_age` (0.75 s), waits (a Deferred, in the downloader
+  middleware) for its own batch, never the reactor. The store's own writes go into the
+  cache as written. So a decision's record is at most ``max_age`` old while Redis answers;
+  a verdict another crawler learns reaches this one within its flush interval
+  (``DOMAINSTATE_FLUSH_INTERVAL``, 1 s) plus that. Outside a
+  running reactor (scripts, operators' commands) the store is synchronous: one ``GET`` per
+  decision (only the fixed header is decoded). Writes: one transaction per ``chunk_size``
+  domains per flush (from the crawl's flush timer); a URL dead mark waits for that flush in
+  a crawl. While Redis is down, decisions are those for a domain seen for the first time
+  (cached records keep answering as last read), refined by this process's own buffered
   outcomes.
 - **Record expiry in Redis.** States expire lazily and an expired record keeps its
   counters, so Redis must not drop a record while it still means something. A record
@@ -102,6 +112,7 @@ from scrapy_domainstate.core.clock import FUTURE_MARGIN
 from scrapy_domainstate.core.config import Config, ConfigError
 from scrapy_domainstate.core.policy import EXPIRES_TO, Decision, Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, RecentEntry, RecordError, State, decode, decode_decision, encode
+from scrapy_domainstate.store._readcache import ReadCache
 from scrapy_domainstate.store.base import DomainStore, StoreError, apply_entries
 
 __all__ = ["RedisStore", "mask_url"]
@@ -262,6 +273,14 @@ def _has_hash_tag(prefix: str) -> bool:
     return _TAGGED_PREFIX.fullmatch(prefix) is not None
 
 
+def _reactor_running() -> bool:
+    """A crawl's reactor runs (never imported here: that would install the default one)."""
+    import sys
+
+    reactor = sys.modules.get("twisted.internet.reactor")
+    return bool(getattr(reactor, "running", False))
+
+
 def _disconnect_cause(exc: BaseException) -> BaseException | None:
     """redis-py turns a lost connection under WATCH into a WatchError: find the real cause."""
     if isinstance(exc, WatchError):
@@ -311,6 +330,12 @@ class RedisStore(DomainStore):
     token_ttl_ms = 86_400_000
     scan_count = 1000
     evict_batch = 1000
+    #: The read cache (a crawl's decisions, see :mod:`scrapy_domainstate.store._readcache`): a record
+    #: a decision uses is read again from Redis every ``refresh`` seconds (``?refresh=`` in the
+    #: URL), and one older than ``max_age`` is read again before a request is decided on it
+    #: (``?max_age=``): the staleness bound of a decision while Redis answers.
+    refresh = 0.4
+    max_age = 0.75
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None, *, cluster: bool | None = None):
         super().__init__(config, policy)
@@ -348,6 +373,12 @@ class RedisStore(DomainStore):
         self._lru_size = 0
         self._url_pending: dict[str, float] = {}
         self._budget_end = math.inf
+        #: The read cache, started by the first prefetch() while a reactor runs (a crawl).
+        self.cache: ReadCache | None = None
+        self._reader: tuple[str, dict[str, Any], bool] | None = None
+        self._reader_client: Any = None
+        self._reader_deadline = _Deadline()
+        self._slow_reads = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -416,6 +447,7 @@ class RedisStore(DomainStore):
             raise StoreError(f"Redis store: cannot reach {masked} (DOMAINSTATE_REDIS_URL): {exc}") from exc
         self._client = client
         self._cluster = bool(cluster)
+        self._reader = (url, kwargs, self._cluster)
         self._per_domain = self._cluster and not _has_hash_tag(self.prefix)
         self._evict_script = None if self._cluster else client.register_script(_EVICT_LUA)
         self.read_breaker.reset()
@@ -431,7 +463,7 @@ class RedisStore(DomainStore):
         )
 
     #: The store's own URL parameters (seconds): taken out of the URL before redis-py sees it.
-    URL_OPTIONS = ("read_deadline", "write_deadline", "slow_reply")
+    URL_OPTIONS = ("read_deadline", "write_deadline", "slow_reply", "refresh", "max_age")
 
     def _take_url_options(self, url: str) -> str:
         """Set :attr:`URL_OPTIONS` given in the URL's query (``?read_deadline=0.5``) on this
@@ -474,6 +506,7 @@ class RedisStore(DomainStore):
         if client is None:
             return
         try:
+            self._stop_cache()  # (no more reads: the reader's last reply is not an outage of this store)
             self._flush(force=True)
             if self._done_tokens:
                 self._unlink_quietly(self._done_tokens)
@@ -484,6 +517,7 @@ class RedisStore(DomainStore):
             )
             raise StoreError(f"{exc} ({lost} buffered outcomes were not written)") from exc
         finally:
+            self._stop_cache()
             self._client = None
             client.close()
 
@@ -671,6 +705,95 @@ class RedisStore(DomainStore):
             self._marker_key,
         )
 
+    # ------------------------------------------------------------ read cache
+
+    def prefetch(self, domains: tuple[str, ...]) -> Any:
+        """The read cache's answer (see :mod:`scrapy_domainstate.store._readcache`): ``None`` when
+        these domains' records (and the first one's dead-URL mark) are cached, else a Deferred
+        fired once the reader thread has read them. Outside a running reactor (a script, the
+        operators' commands): ``None``, and decisions read Redis as they come."""
+        cache = self.cache
+        if cache is None:
+            if self._client is None or not _reactor_running():
+                return None
+            cache = self._start_cache()
+        keys = [f"{self.prefix}d:{{{domain}}}" for domain in domains]
+        keys.append(f"{self.prefix}u:domain:{domains[0]}")  # (DeadUrls' per-domain mark)
+        return cache.want(keys)
+
+    def _start_cache(self) -> ReadCache:
+        from twisted.internet import reactor
+
+        self.cache = ReadCache(
+            self._reader_fetch,
+            self._reader_report,
+            self.refresh,
+            max(self.max_age, self.refresh),
+            self.breaker_seconds,
+            reactor.callFromThread,  # type: ignore[attr-defined]
+        ).start()
+        return self.cache
+
+    def _stop_cache(self) -> None:
+        cache, self.cache = self.cache, None
+        if cache is not None:
+            cache.stop()
+        client, self._reader_client = self._reader_client, None
+        if client is not None:
+            client.close()
+
+    def _reader_fetch(self, keys: list[str]) -> tuple[list[Any], float]:
+        """In the reader thread: one MGET on the reader's own connection, within read_deadline."""
+        client = self._reader_client
+        if client is None:
+            assert self._reader is not None
+            url, kwargs, cluster = self._reader
+            kwargs = {**kwargs, "connection_class": _connection_class(url, self._reader_deadline)}
+            client = (redis.RedisCluster if cluster else redis.Redis).from_url(url, **kwargs)
+            self._reader_client = client
+        deadline = self._reader_deadline
+        deadline.start(self.read_deadline)
+        try:
+            values = client.mget_nonatomic(keys) if self._cluster else client.mget(keys)
+        finally:
+            deadline.end()
+        return values, deadline.worst
+
+    def _reader_report(self, exc: BaseException | None, worst: float, short: bool) -> None:
+        """On the reactor thread: a reader round trip's outcome, for the breakers and counters."""
+        if short:
+            self.short_circuits += 1
+            return
+        if exc is not None:
+            self._slow_reads = 0
+            self._failed(exc, "read", "read")
+            return
+        if worst > self.slow_reply:
+            self.slow_calls += 1
+            self._slow_reads += 1
+            if self._slow_reads >= self.slow_threshold:
+                self._slow_reads = 0
+                self._failed(
+                    redis.TimeoutError(f"{self.slow_threshold} reads in a row waited over {self.slow_reply:g} s"),
+                    "read",
+                    "read",
+                )
+            return
+        self._slow_reads = 0
+        self.read_breaker.success()
+        if self._outage is not None and self.read_breaker.state == self.write_breaker.state == CircuitBreaker.CLOSED:
+            self._outage_ends()
+
+    def _cached(self, key: str) -> bytes | None:
+        """The cached value of ``key`` if the cache holds it, else a read of Redis (as before)."""
+        cache = self.cache
+        if cache is not None:
+            entry = cache.entries.get(key)
+            if entry is not None:
+                entry.used = True
+                return entry.raw
+        return self._read(key)
+
     # -------------------------------------------------------------- reading
 
     def _read(self, key: str) -> bytes | None:
@@ -713,14 +836,21 @@ class RedisStore(DomainStore):
             return None
 
     def _load_raw(self, domain: str) -> DomainStat | None:
-        raw = self._read(self._rkey(domain))
+        raw = self._cached(self._rkey(domain))
         return None if raw is None else self._decode(domain, raw)
 
     def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         # Hot path: decode only the fixed header unless the state has expired.
         if domain in self._view:
             return super().decide(domain, now)
-        raw = self._read(self._rkey(domain))
+        key = self._rkey(domain)
+        cache = self.cache
+        entry = None if cache is None else cache.entries.get(key)
+        if entry is not None:
+            entry.used = True
+            raw = entry.raw
+        else:
+            raw = self._read(key)
         if raw is not None:
             try:
                 state, expires, changed, probed, browser = decode_decision(raw)
@@ -730,12 +860,24 @@ class RedisStore(DomainStore):
                 if (expires is None or now < expires) and changed <= now + FUTURE_MARGIN:
                     return self.policy.decide_state(state, probed, changed, browser), state, expires
                 # expired, or stamped by a clock that ran ahead: the whole record decides
-                stat = self._decode_or_none(domain, raw)
+                # (decoded once per cached reply: the record as it stands while it holds)
+                stat = None if entry is None else entry.current
+                if stat is None or not self._holds(stat, now):
+                    stat = self._decode_or_none(domain, raw)
+                    if stat is not None:
+                        stat = self.policy.current(stat, domain, now)
+                        if entry is not None:
+                            entry.current = stat
                 if stat is not None:
-                    stat = self.policy.current(stat, domain, now)
                     return self.policy.decide(stat, now), stat.state, stat.state_expires_at
         new = self.policy.new(domain, now)
         return self.policy.decide(None, now), new.state, new.state_expires_at
+
+    @staticmethod
+    def _holds(stat: DomainStat, now: float) -> bool:
+        """A record brought to a past ``now`` by :meth:`Policy.current` still stands at this one."""
+        expires = stat.state_expires_at
+        return (expires is None or now < expires) and stat.state_changed_at <= now + FUTURE_MARGIN
 
     # ------------------------------------------------------- URL dead marks
 
@@ -743,7 +885,7 @@ class RedisStore(DomainStore):
         until = self._url_pending.get(fingerprint)
         if until is not None:
             return until
-        raw = self._read(self._ukey(fingerprint))
+        raw = self._cached(self._ukey(fingerprint))
         if not raw:
             return None
         try:
@@ -758,7 +900,7 @@ class RedisStore(DomainStore):
 
     def mark_url_dead(self, fingerprint: str, until: float) -> None:
         client = self._require()
-        if self._available():
+        if self.cache is None and self._available():  # (in a crawl, the next flush writes it)
             deadline = self._deadline
             deadline.start(self.read_deadline)  # one round trip on the hot path, like a read
             try:
@@ -782,8 +924,11 @@ class RedisStore(DomainStore):
             for fingerprint, until in marks.items():
                 pipe.set(self._ukey(fingerprint), repr(until), pxat=self._url_expiry_ms(until))
             pipe.execute()
-        for fingerprint in marks:
+        cache = self.cache
+        for fingerprint, until in marks.items():
             self._url_pending.pop(fingerprint, None)
+            if cache is not None:
+                cache.put(self._ukey(fingerprint), repr(until).encode("ascii"))
 
     # -------------------------------------------------------------- writing
 
@@ -971,8 +1116,9 @@ class RedisStore(DomainStore):
                     for (domain, entries), raw in zip(chunk, raws, strict=True)
                 }
                 pipe.multi()
-                for key, stat in zip(keys, results.values(), strict=True):
-                    pipe.set(key, encode(stat), pxat=self._expiry_ms(stat))
+                encoded = [encode(stat) for stat in results.values()]
+                for key, stat, raw in zip(keys, results.values(), encoded, strict=True):
+                    pipe.set(key, raw, pxat=self._expiry_ms(stat))
                 pipe.zadd(self._lru_key, {domain: stat.last_seen for domain, stat in results.items()})
                 pipe.set(token, b"1", px=self.token_ttl_ms)
                 done = list(self._done_tokens)
@@ -986,6 +1132,10 @@ class RedisStore(DomainStore):
             self._done_tokens.append(token)
             self._lru_size = replies[-1]
             self._written.update(results)
+            cache = self.cache
+            if cache is not None:
+                for key, raw in zip(keys, encoded, strict=True):
+                    cache.put(key, raw)
             return results
         # Heavy contention on a wide WATCH: narrow it to one domain at a time.
         return {domain: self._tx_domain(domain, entries) for domain, entries in chunk}
@@ -1024,7 +1174,8 @@ class RedisStore(DomainStore):
                     raise (_disconnect_cause(exc) or exc) from None
                 stat = apply_entries(self.policy, self._decode_or_none(domain, raw), domain, entries)
                 pipe.multi()
-                pipe.set(key, encode(stat), pxat=self._expiry_ms(stat))
+                encoded = encode(stat)
+                pipe.set(key, encoded, pxat=self._expiry_ms(stat))
                 pipe.set(token, b"1", px=self.token_ttl_ms)
                 if not self._per_domain:  # one slot: the LRU update rides in the transaction
                     pipe.zadd(self._lru_key, {domain: stat.last_seen})
@@ -1038,6 +1189,8 @@ class RedisStore(DomainStore):
             else:
                 self._lru_size = replies[-1]
             self._written.add(domain)
+            if self.cache is not None:
+                self.cache.put(key, encoded)
             return stat
         raise _Contention(f"{self.describe()}: {domain} kept changing under {self.domain_attempts} attempts")
 
@@ -1132,6 +1285,8 @@ class RedisStore(DomainStore):
                 pipe.zadd(self._lru_key, {stat.domain: stat.last_seen})
                 pipe.zcard(self._lru_key)
                 self._lru_size = pipe.execute()[-1]
+            if self.cache is not None:
+                self.cache.put(key, encode(stat))
             if self._lru_size > self.config.max_domains:
                 self._evict()
         except RedisError as exc:
@@ -1144,6 +1299,8 @@ class RedisStore(DomainStore):
                 pipe.unlink(self._rkey(domain))
                 pipe.zrem(self._lru_key, domain)
                 deleted = pipe.execute()[0]
+            if self.cache is not None:
+                self.cache.put(self._rkey(domain), None)
         except RedisError as exc:
             raise StoreError(f"{self.describe()}: cannot delete {domain}: {_reason(exc)}") from exc
         return bool(deleted)
@@ -1179,6 +1336,8 @@ class RedisStore(DomainStore):
         self._lru_updates.clear()
         self._url_pending.clear()
         self._lru_size = 0
+        if self.cache is not None:
+            self.cache.clear()
         return n
 
     def _unlink_keys(self, keys: list[bytes]) -> int:
