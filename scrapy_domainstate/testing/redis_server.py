@@ -384,3 +384,25 @@ class RedisClusterNodes:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_SHARED_CLUSTER: RedisClusterNodes | None = None
+
+
+def shared_redis_cluster_url() -> str:
+    """URL of one 3-node Redis Cluster for the whole test process (started on first use in a
+    temporary directory, stopped at exit): the contract suite's ``redis-cluster`` backend.
+
+    Skips the calling test when ``redis-server`` is missing.
+    """
+    global _SHARED_CLUSTER
+    require_redis_server()
+    if _SHARED_CLUSTER is None:
+        import atexit
+        import tempfile
+
+        directory = tempfile.mkdtemp(prefix="domainstate-cluster-")
+        cluster = RedisClusterNodes(directory).start()
+        atexit.register(cluster.close)
+        _SHARED_CLUSTER = cluster
+    return _SHARED_CLUSTER.url

@@ -75,9 +75,22 @@ def _redis(tmp_path: Path) -> Backend:
     return Backend("redis", make, persistent=True, corrupt=redis_corrupt)
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"memory": _memory, "lmdb": _lmdb, "redis": _redis}
+def _redis_cluster(tmp_path: Path) -> Backend:
+    """The same contract on a real 3-node Redis Cluster (keys hash-tagged per domain)."""
+    from scrapy_domainstate.testing.redis_server import redis_corrupt, redis_store_factory, shared_redis_cluster_url
+
+    make = redis_store_factory(shared_redis_cluster_url(), tmp_path)
+    return Backend("redis-cluster", make, persistent=True, corrupt=redis_corrupt)
+
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "memory": _memory,
+    "lmdb": _lmdb,
+    "redis": _redis,
+    "redis-cluster": _redis_cluster,
+}
 #: Marks per backend (e.g. ``{"redis": [pytest.mark.redis]}`` for one that needs a server).
-MARKS: dict[str, list[pytest.MarkDecorator]] = {"redis": [pytest.mark.redis]}
+MARKS: dict[str, list[pytest.MarkDecorator]] = {"redis": [pytest.mark.redis], "redis-cluster": [pytest.mark.redis]}
 PARAMS = [pytest.param(name, id=name, marks=MARKS.get(name, [])) for name in BACKENDS]
 
 
