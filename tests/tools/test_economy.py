@@ -749,3 +749,85 @@ def test_head_cost_prices_the_head_probe():
     assert cheap["cost"] == pytest.approx(full["cost"] - 0.9 * full["heads"])
     with pytest.raises(ValueError, match="head_cost"):
         run(sites=10, rounds=1, head_cost=2.0)
+
+
+# ------------------------------------------- manners: rate limits, hosts down for hours, parked
+
+
+def test_rate_limited_sites_slow_the_plugins_slot_and_it_is_remembered():
+    """Past a burst of 2, a site answers 429 with Retry-After 5 s. At Scrapy's full speed (the
+    fixable fallback) pages 3-5 get 429 and RetryMiddleware's two retries get 429 too; the plugin's
+    politeness (its real rule) slows the slot, so each 429 costs one retry, and the next crawl
+    starts from the remembered delay: no 429 at all. A 429 changes no state."""
+    mix = one_kind("friendly", [1.0, 1.0], rate_limit={"burst": [2, 2], "retry_after": [5, 5]})
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    result = run(defaults=True, sites=20, rounds=3, mix=mix)
+    fixable = [(r["fixable"]["requests"], r["fixable"]["contacts"]) for r in result["rounds"]]
+    assert fixable == [(20 * (2 + 3 * 3), 40)] * 3
+    plugin = [(r["domainstate"]["requests"], r["domainstate"]["contacts"]) for r in result["rounds"]]
+    assert plugin == [(160, 100), (100, 100), (100, 100)]
+    assert result["params"]["manners"]["burst_429s"] == 60  # round 1 only
+    assert result["params"]["manners"]["polite_records"] == 20
+    assert result["states"][1:] == [{"only|friendly": 20}] * 2
+    assert all(r["oracle"]["requests"] == 100 for r in result["rounds"])
+    # without the plugin's politeness, its pages are lost as the fixable fallback's are
+    off = run(defaults=True, sites=20, rounds=2, mix=mix, overrides=["DOMAINSTATE_POLITENESS=false"])
+    assert [(r["domainstate"]["requests"], r["domainstate"]["contacts"]) for r in off["rounds"]] == [(220, 40)] * 2
+
+
+def test_hosts_down_for_hours_are_paused_and_not_rendered():
+    """Every request of a 12-page site times out, for every visit: the fixable fallback sends 12
+    GETs and 12 renders; the plugin re-issues none once two in a row failed, pauses the host after
+    DOMAINSTATE_PAUSE_AFTER (5) timeouts (the requests still to send are not), and two visits'
+    pauses confirm dead."""
+    mix = one_kind("friendly", [1.0, 1.0], down=[1.0, 1.0])
+    mix["pages"] = {"range": [12, 12]}
+    result = run(defaults=True, sites=20, rounds=3, mix=mix)
+    for r in result["rounds"]:
+        assert (r["fixable"]["requests"], r["fixable"]["renders"]) == (480, 240)
+        assert r["oracle"]["requests"] == 0  # it knows the host is down
+    assert [(r["domainstate"]["requests"], r["domainstate"]["renders"]) for r in result["rounds"]] == [
+        (240, 20),
+        (240, 20),
+        (0, 0),
+    ]
+    assert result["params"]["manners"]["paused_hosts"] == 40
+    assert result["states"][2] == {"only|dead": 20}
+    never = run(defaults=True, sites=20, rounds=1, mix=mix, overrides=["DOMAINSTATE_PAUSE_AFTER=0"])
+    assert never["rounds"][0]["domainstate"]["requests"] > 240
+
+
+def test_parked_domains_cost_their_root_then_nothing():
+    mix = one_kind("parked", "none")
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    result = run(defaults=True, sites=20, rounds=3, mix=mix)
+    # the root's lander makes the domain dead at once; the next visit confirms it (one request)
+    assert [r["domainstate"]["requests"] for r in result["rounds"]] == [20, 20, 0]
+    assert [r["fixable"]["requests"] for r in result["rounds"]] == [100] * 3
+    assert all(r["oracle"]["requests"] == 0 and r["domainstate"]["renders"] == 0 for r in result["rounds"])
+    assert result["states"][2] == {"only|dead": 20}
+
+
+def test_the_default_mix_has_the_manners_kinds():
+    result = run(defaults=True, sites=3000, rounds=2)
+    assert {"rate-limited", "down-hours", "parked"} <= set(result["population"])
+    manners = result["params"]["manners"]
+    assert manners["burst_429s"] > 0 and manners["slowed_slots"] > 0 and manners["polite_records"] > 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"rate_limit": {"burst": [0, 2], "retry_after": [1, 5]}}, r"only\.rate_limit\.burst"),
+        ({"rate_limit": {"burst": [2, 2]}}, r"only\.rate_limit\.retry_after"),
+        ({"down": 1.5}, r"only\.down"),
+    ],
+)
+def test_bad_manners_entries_are_named(change, message):
+    with pytest.raises(economy.MixError, match=message):
+        economy.load_mix(one_kind("friendly", **change))
+
+
+def test_bad_discovery_is_named():
+    with pytest.raises(economy.MixError, match=r"crawl\.discovery"):
+        economy.load_mix({"crawl": {"discovery": "sitemap"}})
