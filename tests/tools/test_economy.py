@@ -831,3 +831,45 @@ def test_bad_manners_entries_are_named(change, message):
 def test_bad_discovery_is_named():
     with pytest.raises(economy.MixError, match=r"crawl\.discovery"):
         economy.load_mix({"crawl": {"discovery": "sitemap"}})
+
+
+# ---------------------------------- harder: pages discovered from the root, false anti-bot verdicts
+
+
+def discovered(mix: dict) -> dict:
+    return {
+        **mix,
+        "crawl": {"hours": 24, "page_seconds": 2, "concurrency": 8, "robotstxt_obey": False, "discovery": "root"},
+    }
+
+
+def test_a_dead_root_costs_every_policy_one_request_when_pages_are_discovered():
+    mix = one_kind("dead", "none")
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    listed = run(defaults=True, sites=10, rounds=1, mix=mix)["rounds"][0]
+    found = run(defaults=True, sites=10, rounds=1, mix=discovered(mix))["rounds"][0]
+    for p in ("plain", "fixable", "fallback", "browser", "domainstate"):
+        assert found[p]["requests"] == 10 + 10 * (p == "fallback"), p  # (fetch + fallback renders it)
+    assert listed["fixable"]["requests"] == 50
+    assert found["oracle"]["requests"] == 0
+
+
+def test_a_shell_root_hides_the_pages_from_plain_fetch():
+    mix = one_kind("js-shell", [1.0, 1.0])
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    r = run(defaults=True, sites=10, rounds=2, mix=discovered(mix))["rounds"]
+    assert r[0]["plain"]["requests"] == 10 and r[0]["plain"]["contacts"] == 0
+    assert r[0]["browser"]["contacts"] == 50  # the render sees the links
+    assert all(row["domainstate"]["contacts"] == row["fixable"]["contacts"] == 50 for row in r)
+
+
+def test_false_anti_bot_verdicts_cost_renders_not_pages():
+    mix = one_kind("friendly", [1.0, 1.0])
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    result = run(defaults=True, sites=20, rounds=2, mix=mix, noise={"classifier_false_antibot": 1.0})
+    r1 = result["rounds"][0]
+    assert r1["plain"]["contacts"] == 100  # the page was there
+    assert r1["fixable"]["renders"] == 100 and r1["fixable"]["contacts"] == 100
+    assert r1["oracle"]["renders"] == 0
+    clean = run(defaults=True, sites=20, rounds=2, mix=mix)["rounds"][0]
+    assert clean["fixable"]["renders"] == 0
