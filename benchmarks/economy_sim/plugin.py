@@ -37,6 +37,10 @@ SKIP, PROBE, FTB, BROWSER = Decision.SKIP, Decision.PROBE, Decision.FETCH_THEN_B
 HEAD, GET, TAB = Method.HEAD, Method.FETCH, Method.TAB
 _INF = float("inf")
 _PAUSED = Verdict(Outcome.DEAD, None, "paused:timeout")
+#: Paths of the simulated URLs: a page whose URL names contacts gets one of the first (by page),
+#: any other non-root page one of the second. The plugin's own matcher reads them.
+_CONTACT_PATHS = ("contact", "impressum", "about-us", "kontakt", "team", "legal-notice", "contacto", "chi-siamo")
+_OTHER_PATHS = ("products/item-{}", "news/{}", "services/{}", "blog/post-{}")
 
 
 class PluginVisit:
@@ -75,6 +79,9 @@ class PluginVisit:
         self.bursts = world.burst if world is not None else [0] * len(names)
         self.retry_afters = world.retry_after if world is not None else [0] * len(names)
         self.discover = world.discover if world is not None else False
+        self.contact_urls = world.contact_urls if world is not None else [0] * len(names)
+        #: the robots.txt a cold domain gets when its contact pages may be fetched (none sent)
+        self.robots_only = False
         self.retries = world.retries if world is not None else 2
         self._host_names = [h or n for h, n in zip(hosts, names, strict=True)]
         #: this visit: requests sent to a rate-limited host at full speed, whether the root gave a page
@@ -125,6 +132,15 @@ class PluginVisit:
         self._decided = (decision, state, until)
         return decision, state
 
+    def _url(self, host: int, page: int) -> str:
+        if not page:
+            return f"http://{self._host_names[host]}/"
+        if self.contact_urls[host] >> page & 1:
+            path = _CONTACT_PATHS[(host + page) % len(_CONTACT_PATHS)]
+        else:
+            path = _OTHER_PATHS[(host + page) % len(_OTHER_PATHS)].format(page)
+        return f"http://{self._host_names[host]}/{path}"
+
     def _url_dead(self, host: int, page: int, now: float) -> bool:
         if host not in self._marked:
             return False
@@ -136,6 +152,9 @@ class PluginVisit:
         if self._url_dead(host, page, now):
             return SKIP, "url-dead"
         decision, state = self._decide(host, now)
+        if decision is SKIP and state is State.COLD:
+            decision = self.policy.for_url(decision, state, self._url(host, page))
+            self.robots_only = self.policy.cold_contacts
         if decision is PROBE:
             self.requests += 1
             self.heads += 1
@@ -231,6 +250,7 @@ class PluginVisit:
         self._decided = None
         self._fast = 0
         self._got = False
+        self.robots_only = False
         name = self._host_names[host]
         burst = self.bursts[host]
         paused = self.manners.pauses.paused

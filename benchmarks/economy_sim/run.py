@@ -172,7 +172,9 @@ class _Crawl:
             ref,
             baselines.fixable(fast, self.reissued, retries, discover),
             baselines.browser(fast, retries, discover),
-            (plugin.requests, plugin.renders, found),
+            # (a cold domain's robots.txt is sent, with the contact-page rule, even when none of its
+            # pages is: the plugin lets it through before it knows the URLs)
+            (plugin.requests + (world.robots and plugin.robots_only and not plugin.requests), plugin.renders, found),
             (0, 0, 0)
             if world.down_now
             else baselines.oracle(pages, world.behaviour(host, rnd), self.contactless[host], discover),
