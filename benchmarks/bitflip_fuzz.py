@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Single-bit flips in an LMDB store's meta pages and page headers. 
+"""Single-bit flips in an LMDB store's meta pages and page headers.
 
 A small store is built once (``--domains`` records; its last two commits only write URL
 marks, so the records read the same from either meta page); then each flip is made in a

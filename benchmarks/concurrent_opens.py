@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Opens of one LMDB store while other processes grow its map and get killed. 
+"""Opens of one LMDB store while other processes grow its map and get killed.
 
 ``--workers`` processes share one store created with a tiny map (``--map-size``, 64 KiB):
 each opens it (read-write, or read-only one time in three once it wrote to it, as

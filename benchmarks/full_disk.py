@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What a full disk costs the LMDB store per call, and how long the recovery takes. 
+"""What a full disk costs the LMDB store per call, and how long the recovery takes.
 
 A store in a temporary directory is filled a little, then its data file may not grow by a
 byte (``RLIMIT_FSIZE``: every commit fails with EFBIG, as on a full disk). ``--outcomes``

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Redis at ``maxmemory`` and Redis back empty: what the Redis store does. 
+"""Redis at ``maxmemory`` and Redis back empty: what the Redis store does.
 
 Real ``redis-server`` processes on loopback, no crawl (``benchmarks/slow_redis.py`` is the
 crawl behind a slow Redis):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""A real Scrapy crawl on the Redis store while Redis is slow. 
+"""A real Scrapy crawl on the Redis store while Redis is slow.
 
 Starts a ``redis-server`` on loopback, a :class:`DelayProxy` in front of it (``--delay``
 seconds added each way, default 0.2) and the repository's loopback test web server, then

@@ -27,6 +27,7 @@ SEED_READINGS = {
     "DOMAINSTATE_COLD_CONFIRM_AFTER": 0,
     "DOMAINSTATE_DEAD_HOLD": "1d",
     "DOMAINSTATE_FRIENDLY_FALLBACK": False,
+    "DOMAINSTATE_COLD_CONTACT_PAGES": False,
 }
 #: The fixed start of the clock in tests that pass ``now`` explicitly (2023-11-14 22:13:20 UTC).
 T0 = 1_700_000_000.0

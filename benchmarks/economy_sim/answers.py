@@ -32,6 +32,9 @@ VERDICTS: dict[int, Verdict] = {
     w.ROOT_404: Verdict(Outcome.DEAD, 404, "http:404"),
     w.SERVER_ERROR_500: Verdict(Outcome.HTTP_ERROR, 500, "http:500"),
     w.RATE_LIMITED: Verdict(Outcome.ANTIBOT, 429, "rate-limit", browser_fixable=True),
+    w.BURST_LIMITED: Verdict(Outcome.ANTIBOT, 429, "rate-limit", browser_fixable=True),
+    w.PARKED: Verdict(Outcome.PARKED, 200, "parked:sedo"),
+    w.FALSE_WALL: Verdict(Outcome.ANTIBOT, 200, "challenge:generic:body", browser_fixable=True),
 }
 #: Results that are download failures (no response): ``judge_failure``.
 FAILURES = frozenset({w.TIMEOUT, w.DNS_NXDOMAIN, w.DNS_TEMPORARY, w.REFUSED, w.TLS_INVALID})

@@ -19,7 +19,7 @@ __all__ = ["DEFAULT_MIX_PATH", "MIXES_DIR", "MixError", "kinds_of", "load_mix", 
 DEFAULT_MIX_PATH = Path(__file__).resolve().parent.parent / "economy_mix.json"
 MIXES_DIR = Path(__file__).resolve().parent.parent / "mixes"
 
-BEHAVIOURS = ("friendly", "js-shell", "soft", "wall", "block", "dead")
+BEHAVIOURS = ("friendly", "js-shell", "soft", "wall", "block", "dead", "parked")
 DEAD_TYPES = ("dns", "refused", "tls", "root_404")
 NOISE_PROBABILITIES = (
     "timeout",
@@ -161,10 +161,35 @@ def _validate_kind(mix: Mapping[str, Any], name: str, kind: Any) -> float:
             check_range(f"{where}.{key}", kind[key])
     if "pages" in kind:
         page_weights(f"{where}.pages", kind["pages"])
+    _validate_manners(where, kind)
     nav = kind.get("navigation", 0)
     if not (isinstance(nav, int) and not isinstance(nav, bool) and nav >= 0):
         raise MixError(f"{where}.navigation must be an integer >= 0 (leading pages that are navigation), got {nav!r}")
     return float(share)
+
+
+def _int_range(name: str, value: Any, lo: int) -> None:
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and lo <= value[0] <= value[1]
+    ):
+        raise MixError(f"{name} must be [min, max] integers with {lo} <= min <= max, got {value!r}")
+
+
+def _validate_manners(where: str, kind: Mapping[str, Any]) -> None:
+    if "down" in kind:
+        check_range(f"{where}.down", kind["down"])
+    if "rate_limit" in kind:
+        _rate_limit(where, kind["rate_limit"])
+
+
+def _rate_limit(where: str, limit: Any) -> None:
+    if not isinstance(limit, Mapping):
+        raise MixError(f"{where}.rate_limit must be an object with 'burst' and 'retry_after'")
+    _int_range(f"{where}.rate_limit.burst", limit.get("burst"), 1)
+    _int_range(f"{where}.rate_limit.retry_after", limit.get("retry_after"), 1)
 
 
 def _validate_kinds(mix: Mapping[str, Any]) -> None:
@@ -229,6 +254,11 @@ def _validate_crawl(crawl: Mapping[str, Any]) -> None:
         raise MixError(f"crawl.concurrency must be an integer >= 1, got {concurrency!r}")
     if not isinstance(crawl["robotstxt_obey"], bool):
         raise MixError(f"crawl.robotstxt_obey must be true or false, got {crawl['robotstxt_obey']!r}")
+    if crawl.get("discovery", "list") not in ("list", "root"):
+        raise MixError(f"crawl.discovery must be 'list' or 'root', got {crawl['discovery']!r}")
+    retries = crawl.get("retries", 2)
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise MixError(f"crawl.retries must be an integer >= 0, got {retries!r}")
 
 
 def validate(mix: dict[str, Any]) -> None:
@@ -246,6 +276,8 @@ def validate(mix: dict[str, Any]) -> None:
         _validate_groups(mix)
         _validate_cadence(mix)
         _validate_crawl(mix["crawl"])
+        for key, value in _documented(mix.get("urls", {})).items():
+            _prob(f"urls.{key}", value)
     except KeyError as exc:
         raise MixError(f"the mix lacks {exc}") from None
     except (TypeError, ValueError) as exc:

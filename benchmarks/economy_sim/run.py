@@ -138,7 +138,7 @@ class _Crawl:
         self.judge = Judge()
         self.reissued = self.judge.reissued()
         names, hosts = world.domain_names(config.per_hostname)
-        self.plugin = PluginVisit(store, config, self.judge, names, hosts, world.concurrency, world.nav)
+        self.plugin = PluginVisit(store, config, self.judge, names, hosts, world.concurrency, world.nav, world)
         contact = world.contact_thr
         self.contactless = [contact[i] == 0 and world.contact_page_thr[i] == 0 for i in range(world.sites)]
 
@@ -147,6 +147,7 @@ class _Crawl:
         counts = _Round(len(world.kind_names))
         start = T0 + rnd * days_between * DAY
         salt = world.round_salt(rnd)
+        self.plugin.start_round(start)
         for group in world.groups:
             now, outage, h_lead = world.visit_start(group[0], rnd, start)
             for host in group:
@@ -154,20 +155,29 @@ class _Crawl:
                 pages = world.visit(host, rnd, outage, h_round)
                 self._account(counts, host, rnd, pages, now)
                 now += world.page_seconds * len(pages)
+        self.plugin.end_round(start + world.crawl_span)
         return counts
 
     def _account(self, counts: _Round, host: int, rnd: int, pages: list[w.Page], now: float) -> None:
         world, plugin = self.world, self.plugin
         kind = world.kind[host]
-        ref = baselines.fallback(pages)
+        # plain, fixable and browser send at full speed (a rate-limited host 429s past its burst);
+        # the plugin's slot follows its politeness; the oracle and fetch + fallback (the reference
+        # of what can be found) pace
+        fast, retries, discover = world.at_full_speed(host, pages), world.retries, world.discover
+        ref = baselines.fallback(pages, retries, discover)
         found = plugin.visit(host, pages, now, world.page_seconds)
         visits = (  # in POLICIES order
-            baselines.plain(pages),
+            baselines.plain(fast, retries, discover),
             ref,
-            baselines.fixable(pages, self.reissued),
-            baselines.browser(pages),
-            (plugin.requests, plugin.renders, found),
-            baselines.oracle(pages, world.behaviour(host, rnd), self.contactless[host]),
+            baselines.fixable(fast, self.reissued, retries, discover),
+            baselines.browser(fast, retries, discover),
+            # (a cold domain's robots.txt is sent, with the contact-page rule, even when none of its
+            # pages is: the plugin lets it through before it knows the URLs)
+            (plugin.requests + (world.robots and plugin.robots_only and not plugin.requests), plugin.renders, found),
+            (0, 0, 0)
+            if world.down_now
+            else baselines.oracle(pages, world.behaviour(host, rnd), self.contactless[host], discover),
         )
         counts.add(kind, visits, ref[2], world.robots)
         counts.heads += plugin.heads
@@ -211,7 +221,7 @@ def _say(message: str) -> None:
 
 def _rounds(
     world: w.World, config: Config, store: str, rounds: int, days_between: float, progress: bool
-) -> tuple[list[_Round], int]:
+) -> tuple[list[_Round], int, dict[str, int]]:
     domain_store = _make_store(store, config, Policy(config))
     crawl = _Crawl(world, domain_store, config)
     per_round = []
@@ -226,8 +236,15 @@ def _rounds(
                     f" (domainstate: {ds['requests']:,} requests, {ds['contacts']:,} contacts)"
                 )
         domain_store.flush()
-        stored = domain_store.count()
-    return per_round, stored
+        plugin = crawl.plugin
+        stored = domain_store.count() - len(plugin.manners.kept)
+    manners = {
+        "polite_records": len(plugin.manners.kept),
+        "burst_429s": plugin.limited,
+        "slowed_slots": plugin.manners.slowed,
+        "paused_hosts": plugin.manners.paused_hosts,
+    }
+    return per_round, stored, manners
 
 
 def simulate(
@@ -291,7 +308,7 @@ def simulate(
         built = time.perf_counter()
         if progress:
             _say(f"economy: {sites:,} sites built in {built - started:.1f} s; store {store}")
-        per_round, stored = _rounds(world, config, store, rounds, days_between, progress)
+        per_round, stored, manners = _rounds(world, config, store, rounds, days_between, progress)
     finally:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -311,8 +328,12 @@ def simulate(
         "robotstxt_obey": world.robots,
         "overrides": {k: v if isinstance(v, (int, float, bool)) or v is None else str(v) for k, v in settings.items()},
         "stored_domains": stored,
+        "manners": manners,
         # hosts dead by the last round (a decayed list is judged against 0.90x the fixable fallback)
-        "dead_share": round(sum(world.behaviour(h, rounds - 1) == w.DEAD for h in range(world.sites)) / world.sites, 4),
+        "dead_share": round(
+            sum(world.behaviour(h, rounds - 1) in (w.DEAD, w.PARKED_SITE) for h in range(world.sites)) / world.sites, 4
+        ),
+        "discovery": "root" if world.discover else "list",
     }
     result = assemble(world.kind_names, world.kind, per_round, params)
     elapsed = time.perf_counter() - started

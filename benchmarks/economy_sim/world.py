@@ -19,8 +19,16 @@ _GOLDEN = 0x9E3779B97F4A7C15
 _FULL = 1 << 16  # draws are 16-bit fields: u = field / 65536
 
 # Behaviours (how a host answers).
-FRIENDLY, SHELL, SOFT, WALL, BLOCK, DEAD = range(6)
-BEHAVIOURS = {"friendly": FRIENDLY, "js-shell": SHELL, "soft": SOFT, "wall": WALL, "block": BLOCK, "dead": DEAD}
+FRIENDLY, SHELL, SOFT, WALL, BLOCK, DEAD, PARKED_SITE = range(7)
+BEHAVIOURS = {
+    "friendly": FRIENDLY,
+    "js-shell": SHELL,
+    "soft": SOFT,
+    "wall": WALL,
+    "block": BLOCK,
+    "dead": DEAD,
+    "parked": PARKED_SITE,
+}
 
 # What one request gets (an index into evidence.VERDICTS).
 (
@@ -39,7 +47,10 @@ BEHAVIOURS = {"friendly": FRIENDLY, "js-shell": SHELL, "soft": SOFT, "wall": WAL
     SERVER_ERROR_500,
     RATE_LIMITED,
     NO_VERDICT,
-) = range(15)
+    BURST_LIMITED,
+    PARKED,
+    FALSE_WALL,
+) = range(18)
 _DEAD_RESULTS = {"dns": DNS_NXDOMAIN, "refused": REFUSED, "tls": TLS_INVALID, "root_404": ROOT_404}
 
 #: One page of a visit: (GET result, render result, HEAD result, has contacts). "Has contacts" is
@@ -47,6 +58,9 @@ _DEAD_RESULTS = {"dns": DNS_NXDOMAIN, "refused": REFUSED, "tls": TLS_INVALID, "r
 #: has none: noise.classifier_false_empty).
 Page = tuple[int, int, int, "bool | int"]
 MISJUDGED = 2
+#: BURST_LIMITED: a 429 with ``Retry-After`` to a request beyond a rate-limited host's burst
+#: (:meth:`World.at_full_speed`); PARKED: a parking lander on the site root; FALSE_WALL: a real
+#: page the classifier judges a challenge (noise.classifier_false_antibot).
 #: GET failures that a share of renders meet too (noise.render_fails_with_get)
 _PERSISTING = frozenset({TIMEOUT, SERVER_ERROR, SERVER_ERROR_500})
 
@@ -100,6 +114,13 @@ class _KindSpec:
         #: leading pages of a site (its home, category and listing pages) that hold no item but
         #: lead on to the site's other pages: ``navigation`` under the items outcome
         self.navigation = int(kind.get("navigation", 0))
+        #: a rate limit: ``burst`` requests at full speed pass, the next get 429 with
+        #: ``Retry-After`` (seconds) until the slot waits that long between requests
+        limit = kind.get("rate_limit")
+        self.burst = tuple(limit["burst"]) if limit else (0, 0)
+        self.retry_after = tuple(limit["retry_after"]) if limit else (0, 0)
+        #: per round, the probability that the host is down for hours (every request times out)
+        self.down = check_range("", kind.get("down", 0.0))
 
 
 class World:
@@ -117,6 +138,16 @@ class World:
         self.page_seconds = float(mix["crawl"]["page_seconds"])
         self.concurrency = int(mix["crawl"]["concurrency"])
         self.robots = bool(mix["crawl"]["robotstxt_obey"])
+        #: pages are known only once the root was fetched (crawl.discovery = "root")
+        self.discover = mix["crawl"].get("discovery", "list") == "root"
+        #: Scrapy's RETRY_TIMES: how often a request answered 429 is sent again (at once,
+        #: unless the slot was slowed)
+        self.retries = int(mix["crawl"].get("retries", 2))
+        urls = mix.get("urls", {})
+        self.contact_url_thr = _thr(float(urls.get("contact_page", 0.0)))
+        self.other_url_thr = _thr(float(urls.get("other", 0.0)))
+        #: the host of the last :meth:`visit` is down for hours this round (the oracle knows it)
+        self.down_now = False
         self._seed_key = mix64((seed * _GOLDEN + 0x5DEECE66D) & _M64)
         self._round_salts: list[int] = []
         self._groups(mix["subdomains"])
@@ -140,6 +171,7 @@ class World:
         self.false_empty_thr = _thr(noise.get("classifier_false_empty", 0.0))
         self.revive_thr = _thr(noise.get("dead_revive", 0.0))
         self.partial_outage_thr = _thr(noise.get("dns_outage_partial", 0.0))
+        self.false_wall_thr = _thr(noise.get("classifier_false_antibot", 0.0))
 
     def _groups(self, sub: Mapping[str, Any]) -> None:
         n = self.sites
@@ -183,6 +215,13 @@ class World:
         self.broken = [0] * n  # bitmask of broken (404) pages; the root never is
         #: hosts whose contacts stay on the same pages every round (noise.stable_contacts)
         self.stable = [False] * n
+        #: rate limits: requests that pass at full speed (0: none) and the Retry-After (s)
+        self.burst = [0] * n
+        self.retry_after = [0] * n
+        #: per round, threshold of the host being down for hours (every request times out)
+        self.down_thr = [0] * n
+        #: bitmask of pages whose URL names contacts (contact, about, impressum...)
+        self.contact_urls = [0] * n
         self.hash = [0] * n
         kind_cum = _cumulative([k["share"] for k in kinds_of(mix).values()])
         dead = {k: v for k, v in mix["dead"].items() if not k.startswith("why")}
@@ -233,11 +272,23 @@ class World:
             self.contact_thr[i] = self.contact_page_thr[i] = _thr(
                 _in_range(*self._useful_contacts, (h4 >> 48) & 0xFFFF)
             )
-        mask = 0
+        mask = urls = 0
         for page in range(1, self.pages[i]):
-            if (mix64((h3 + page * _GOLDEN) & _M64) & 0xFFFF) < self.broken_thr:
+            hp = mix64((h3 + page * _GOLDEN) & _M64)
+            if (hp & 0xFFFF) < self.broken_thr:
                 mask |= 1 << page
+            thr = self.contact_url_thr if page == self.contact_page[i] else self.other_url_thr
+            if ((hp >> 16) & 0xFFFF) < thr:
+                urls |= 1 << page
         self.broken[i] = mask
+        self.contact_urls[i] = urls
+        h5 = mix64(h4 ^ 0x9FB21C651E98DF25)
+        if spec.burst[1]:
+            lo, hi = spec.burst
+            self.burst[i] = lo + (h5 & 0xFFFF) % (hi - lo + 1)
+            lo, hi = spec.retry_after
+            self.retry_after[i] = lo + ((h5 >> 16) & 0xFFFF) % (hi - lo + 1)
+        self.down_thr[i] = _thr(_in_range(*spec.down, (h5 >> 32) & 0xFFFF))
 
     # ------------------------------------------------------------ per round
 
@@ -264,6 +315,7 @@ class World:
         """What every page of a host gets this round."""
         beh = self.behaviour(host, rnd)
         n = self.pages[host]
+        self.down_now = False
         if outage is not None and beh != DEAD and n > 1 and ((h_round >> 8) & 0xFFFF) < self.partial_outage_thr:
             # an outage shorter than the visit: its first pages fail, the rest get answers
             cut = 1 + (h_round >> 24) % (n - 1)
@@ -275,7 +327,23 @@ class World:
             ]
         if outage is not None or beh == DEAD:
             return [self._dead_page(host, beh, outage, h_round, page) for page in range(n)]
+        if beh == PARKED_SITE:
+            # a parking lander: on the root the parked page, off it the same lander (no contacts
+            # of a business; the classifier calls only a root parked)
+            return [(PARKED, PARKED, NO_VERDICT, False)] + [(OK, OK, NO_VERDICT, False)] * (n - 1)
+        if self.down_thr[host] and (mix64(h_round ^ 0x5851F42D4C957F2D) & 0xFFFF) < self.down_thr[host]:
+            # down for hours, longer than the visit: every request times out, the browser's too
+            self.down_now = True
+            return [(TIMEOUT, TIMEOUT, TIMEOUT, False)] * n
         return [self._live_page(host, beh, h_round, page, n) for page in range(n)]
+
+    def at_full_speed(self, host: int, pages: list[Page]) -> list[Page]:
+        """What a policy that sends a visit's requests at full speed (Scrapy's defaults: no
+        delay, 8 at once) gets: past a rate-limited host's burst, 429 with Retry-After."""
+        burst = self.burst[host]
+        if not burst or len(pages) <= burst:
+            return pages
+        return pages[:burst] + [(BURST_LIMITED, BURST_LIMITED, p[2], p[3]) for p in pages[burst:]]
 
     def _contact(self, host: int, page: int, n: int, hp: int) -> bool:
         if page < self.nav[host]:
@@ -303,6 +371,8 @@ class World:
         if self.broken[host] >> page & 1:
             return URL_404, URL_404, NO_VERDICT, contact
         get = self._get(host, beh, (hp >> 32) & 0xFFFF)
+        if get == OK and self.false_wall_thr and ((h2 >> 32) & 0xFFFF) < self.false_wall_thr:
+            get = FALSE_WALL  # the page came, the classifier calls it a challenge
         tab = RATE_LIMITED if get == RATE_LIMITED else self._tab(host, beh, hp >> 48)
         if get in _PERSISTING and ((h2 >> 16) & 0xFFFF) < self.persist_thr:
             tab = get  # the server's trouble meets the browser too

@@ -497,6 +497,14 @@ SETTINGS: tuple[Setting, ...] = (
         "challenges); off: friendly is fetch only (the seed's reading; it loses the pages a render fixes).",
     ),
     _s(
+        "DOMAINSTATE_COLD_CONTACT_PAGES",
+        True,
+        "bool",
+        "While a domain is cold, still fetch its pages whose URL says they hold contacts (/contact, /about, "
+        "/impressum, /kontakt, /team, /legal and their equivalents); a page with contacts makes the domain "
+        "unknown again. Only with DOMAINSTATE_OUTCOME = 'contacts'. Off: cold skips every page (the seed's reading).",
+    ),
+    _s(
         "DOMAINSTATE_RENEWAL_CLEARS_RECENT",
         False,
         "bool",
@@ -776,6 +784,7 @@ class Config:
     browser_learn: int = FROM_TABLE
     browser_learn_ttl: float = FROM_TABLE
     friendly_fallback: bool = FROM_TABLE
+    cold_contact_pages: bool = FROM_TABLE
     renewal_clears_recent: bool = FROM_TABLE
     url_dead_ttl: float = FROM_TABLE
     max_domains: int = FROM_TABLE

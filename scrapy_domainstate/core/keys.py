@@ -49,6 +49,7 @@ __all__ = [
     "host_of",
     "is_domain_key",
     "is_site_root",
+    "names_contacts",
     "part_of",
     "purpose_key",
     "purpose_of_key",
@@ -362,6 +363,110 @@ def is_site_root(url: str) -> bool:
     rest = parts[1].partition("#")[0]
     path, _, query = rest.partition("?")
     return path in ("", "/", "\\") and not query
+
+
+#: Path words that say a page holds a site's contacts or who runs it, in the main languages of
+#: the web (one word of a path segment, split on ``-``, ``_``, ``.``, ``+`` and spaces, or a
+#: whole segment without its extension), lowercased and percent-decoded.
+CONTACT_WORDS = frozenset(
+    {
+        # English
+        "contact",
+        "contacts",
+        "contactus",
+        "about",
+        "aboutus",
+        "imprint",
+        "team",
+        "legal",
+        "impressum",
+        "staff",
+        # German, Dutch, Scandinavian, Polish, Czech
+        "kontakt",
+        "kontakte",
+        "kontaktformular",
+        "über",
+        "überuns",
+        "ueber",
+        "ueberuns",
+        "uns",
+        "anfahrt",
+        "contacteer",
+        "overons",
+        "ons",
+        "omoss",
+        "yhteystiedot",
+        "onas",
+        "kontakty",
+        # French
+        "qui",
+        "sommes",
+        "nous",
+        "propos",
+        "apropos",
+        "mentions",
+        "legales",
+        "equipe",
+        "coordonnees",
+        "contactez",
+        # Spanish, Portuguese, Italian
+        "contacto",
+        "contactanos",
+        "contactenos",
+        "nosotros",
+        "quienes",
+        "equipo",
+        "aviso",
+        "contato",
+        "contatos",
+        "fale",
+        "sobre",
+        "contatti",
+        "contattaci",
+        "chi",
+        "siamo",
+        "chisiamo",
+        "note",
+        "legali",
+    }
+)
+#: Words of :data:`CONTACT_WORDS` too common to count alone: they say "contacts" only beside
+#: another word of the set (``/a-propos``, ``/chi-siamo``, ``/qui-sommes-nous``, ``/uber-uns``).
+_CONTACT_PAIRED = frozenset(
+    {"qui", "sommes", "nous", "uns", "ons", "chi", "siamo", "note", "fale", "sobre", "aviso", "quienes", "propos"}
+)
+_PATH_WORD_RE = re.compile(r"[-_.+\s]+")
+
+
+def names_contacts(url: str) -> bool:
+    """Whether a URL's path says its page holds contacts (``/contact``, ``/about-us``,
+    ``/impressum.html``, ``/de/kontakt/``, ``/qui-sommes-nous``, ``/chi-siamo``...): a word of
+    :data:`CONTACT_WORDS` in one of its path segments (the query is not read). The site root
+    and a URL without a host do not."""
+    if not isinstance(url, str):
+        return False
+    parts = _split_url(url)
+    if parts is None:
+        return False
+    path = parts[1].partition("#")[0].partition("?")[0]
+    if "%" in path:
+        from urllib.parse import unquote
+
+        path = unquote(path)
+    for segment in path.lower().split("/"):
+        if not segment:
+            continue
+        words = [w for w in _PATH_WORD_RE.split(segment) if w]
+        whole = "".join(words[:-1]) if len(words) > 1 and words[-1] in _EXTENSIONS else "".join(words)
+        if whole in CONTACT_WORDS and whole not in _CONTACT_PAIRED:
+            return True
+        hits = [w for w in words if w in CONTACT_WORDS]
+        if any(w not in _CONTACT_PAIRED for w in hits) or len(hits) >= 2:
+            return True
+    return False
+
+
+_EXTENSIONS = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "shtml", "cfm"})
 
 
 def is_domain_key(text: object) -> bool:

@@ -44,6 +44,7 @@ from enum import Enum
 
 from scrapy_domainstate.core.clock import FUTURE_MARGIN
 from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.keys import names_contacts
 from scrapy_domainstate.core.record import FETCHED, DomainStat, Method, Outcome, RecentEntry, State
 
 #: ``error_class`` of a render that followed a plain fetch answered with a
@@ -179,6 +180,8 @@ class Policy:
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
         self._ttl = dict(self.config.ttl)
+        #: rule 3's option: a cold domain's contact pages are fetched
+        self.cold_contacts = self.config.cold_contact_pages and self.config.outcome == "contacts"
 
     # ------------------------------------------------------------ helpers
 
@@ -293,6 +296,14 @@ class Policy:
         if state is State.FRIENDLY and self.config.friendly_fallback:
             return Decision.FETCH_THEN_BROWSER
         return _DECISIONS[state]
+
+    def for_url(self, decision: Decision, state: State, url: str) -> Decision:
+        """The domain's decision for one URL. Rule 3's option (``DOMAINSTATE_COLD_CONTACT_PAGES``,
+        contacts outcome only): a page whose URL says it holds contacts (:func:`.keys.names_contacts`)
+        is fetched while the domain is ``cold``; the rest of a cold domain is skipped."""
+        if decision is Decision.SKIP and state is State.COLD and self.cold_contacts and names_contacts(url):
+            return Decision.FETCH
+        return decision
 
     def leads(self, state: State, decision: Decision, canaried: bool) -> bool:
         """Whether a domain's first request of a visit goes alone, the others waiting for its

@@ -563,6 +563,8 @@ class DomainStateManager:
         if skip is not None and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
             self._go(request, domain, skip, State.DEAD, None)
         decision, state, expires = self._decide(domain, now, host)
+        if decision is Decision.SKIP and state is State.COLD:
+            decision = self.policy.for_url(decision, state, request.url)
         if not gated and state in _LEARNING:
             # A domain still being learned can turn dead or cold any moment: decide again
             # when the request is about to be sent (the other states hold for a crawl).
@@ -630,8 +632,11 @@ class DomainStateManager:
             self.leads.release(out["domain"], not meta.pop(META_LEAD_DEAD, False))
 
     def _robots_txt(self, request: Request, domain: str, host: str | None) -> None:
-        """RobotsTxtMiddleware's download: none for a domain the plugin skips."""
+        """RobotsTxtMiddleware's download: none for a domain the plugin skips (a cold one's is
+        sent when its contact pages are fetched: they obey it too)."""
         decision, state, _ = self._decide(domain, self.clock(), host)
+        if state is State.COLD and self.policy.cold_contacts:
+            decision = Decision.FETCH
         force, browser, browser_route = self._flags(request)
         facts = routing.RequestFacts(
             robots=True, domain=domain, force=force, browser=browser, browser_route=browser_route

@@ -327,6 +327,9 @@ async def test_robots_txt_only_for_domains_the_plugin_visits(
         # cold within this one crawl of 5 empty pages (the rule's own tests: tests/unit)
         DOMAINSTATE_COLD_THRESHOLD=5,
         DOMAINSTATE_COLD_CONFIRM_AFTER=0,
+        # (a cold domain's contact pages, and so its robots.txt, are fetched by default: that
+        # rule's crawl is tests/scrapy/test_rules_e2e.py)
+        DOMAINSTATE_COLD_CONTACT_PAGES=False,
     )
     # (two requests each: the first, sent alone, is the probe; the second confirms its dead signal)
     urls = [

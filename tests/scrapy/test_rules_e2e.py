@@ -6,6 +6,7 @@ never takes the registrable domain, or its live hosts, down.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from scrapy.exceptions import IgnoreRequest
 
 from scrapy_domainstate.core.record import State
 from scrapy_domainstate.testing.resolver import HOSTS_SETTING, NXDOMAIN
-from tests.scrapy.test_e2e import ds, record_of, states
+from tests.scrapy.test_e2e import ds, ds_defaults, record_of, states
 
 
 @pytest_twisted.ensureDeferred
@@ -69,3 +70,51 @@ async def test_a_client_rendered_site_is_learned_as_needing_the_browser(
         assert response.domainstate["method"] == "tab"
         assert response.emails == ["info@js-shell.test"]
     assert second.stats.get("domainstate/browser_reissue", 0) == 0
+
+
+def _set_state(settings: dict[str, Any], domain: str, state: State) -> None:
+    from scrapy_domainstate.core.config import Config
+    from scrapy_domainstate.store.lmdb import LmdbStore
+
+    store = LmdbStore(Config.from_settings(settings))
+    store.open()
+    try:
+        store.set_state(domain, state, time.time())
+    finally:
+        store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_cold_domains_contact_page_is_still_fetched(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
+    """Rule 3's option (DOMAINSTATE_COLD_CONTACT_PAGES, on by default): while a domain is cold,
+    its pages whose URL says they hold contacts are fetched and the others skipped; contacts
+    found there make the domain unknown again."""
+    settings = ds_defaults(crawl_settings)
+    _set_state(settings, "friendly.test", State.COLD)
+    urls = [sites.url("friendly.test"), sites.url("friendly.test", "/page1"), sites.url("friendly.test", "/contact")]
+    crawl = await run_crawl(settings, urls)
+    assert [r.path for r in sites.requests("friendly.test")] == ["/contact"]
+    response = crawl.response_for(urls[2])
+    assert response.domainstate["method"] == "fetch"
+    assert response.domainstate["state"] == "cold"
+    assert response.emails == ["info@friendly.test"]
+    for url in urls[:2]:
+        (failure,) = crawl.failures_for(url)
+        assert isinstance(failure.exception, IgnoreRequest)
+        assert failure.domainstate["method"] == "skip"
+    assert states(settings, "friendly.test")["friendly.test"] is State.UNKNOWN
+
+    # off: a cold domain's every page is skipped (the seed's reading)
+    sites.reset_log()
+    off = {**settings, "DOMAINSTATE_COLD_CONTACT_PAGES": False}
+    _set_state(off, "friendly.test", State.COLD)
+    crawl = await run_crawl(off, urls)
+    assert sites.requests("friendly.test") == []
+    assert all(isinstance(crawl.failures_for(u)[0].exception, IgnoreRequest) for u in urls)
+
+    # obeying robots.txt: a cold domain's robots.txt is fetched for its contact page, which obeys it
+    sites.reset_log()
+    obey = {**settings, "ROBOTSTXT_OBEY": True}
+    _set_state(obey, "friendly.test", State.COLD)
+    await run_crawl(obey, urls)
+    assert [r.path for r in sites.requests("friendly.test")] == ["/robots.txt", "/contact"]

@@ -51,6 +51,7 @@ SEED_READINGS = [
     "DOMAINSTATE_COLD_CONFIRM_AFTER=0",
     "DOMAINSTATE_DEAD_HOLD=1d",
     "DOMAINSTATE_FRIENDLY_FALLBACK=false",
+    "DOMAINSTATE_COLD_CONTACT_PAGES=false",
 ]
 
 
@@ -749,3 +750,127 @@ def test_head_cost_prices_the_head_probe():
     assert cheap["cost"] == pytest.approx(full["cost"] - 0.9 * full["heads"])
     with pytest.raises(ValueError, match="head_cost"):
         run(sites=10, rounds=1, head_cost=2.0)
+
+
+# ------------------------------------------- manners: rate limits, hosts down for hours, parked
+
+
+def test_rate_limited_sites_slow_the_plugins_slot_and_it_is_remembered():
+    """Past a burst of 2, a site answers 429 with Retry-After 5 s. At Scrapy's full speed (the
+    fixable fallback) pages 3-5 get 429 and RetryMiddleware's two retries get 429 too; the plugin's
+    politeness (its real rule) slows the slot, so each 429 costs one retry, and the next crawl
+    starts from the remembered delay: no 429 at all. A 429 changes no state."""
+    mix = one_kind("friendly", [1.0, 1.0], rate_limit={"burst": [2, 2], "retry_after": [5, 5]})
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    result = run(defaults=True, sites=20, rounds=3, mix=mix)
+    fixable = [(r["fixable"]["requests"], r["fixable"]["contacts"]) for r in result["rounds"]]
+    assert fixable == [(20 * (2 + 3 * 3), 40)] * 3
+    plugin = [(r["domainstate"]["requests"], r["domainstate"]["contacts"]) for r in result["rounds"]]
+    assert plugin == [(160, 100), (100, 100), (100, 100)]
+    assert result["params"]["manners"]["burst_429s"] == 60  # round 1 only
+    assert result["params"]["manners"]["polite_records"] == 20
+    assert result["states"][1:] == [{"only|friendly": 20}] * 2
+    assert all(r["oracle"]["requests"] == 100 for r in result["rounds"])
+    # without the plugin's politeness, its pages are lost as the fixable fallback's are
+    off = run(defaults=True, sites=20, rounds=2, mix=mix, overrides=["DOMAINSTATE_POLITENESS=false"])
+    assert [(r["domainstate"]["requests"], r["domainstate"]["contacts"]) for r in off["rounds"]] == [(220, 40)] * 2
+
+
+def test_hosts_down_for_hours_are_paused_and_not_rendered():
+    """Every request of a 12-page site times out, for every visit: the fixable fallback sends 12
+    GETs and 12 renders; the plugin re-issues none once two in a row failed, pauses the host after
+    DOMAINSTATE_PAUSE_AFTER (5) timeouts (the requests still to send are not), and two visits'
+    pauses confirm dead."""
+    mix = one_kind("friendly", [1.0, 1.0], down=[1.0, 1.0])
+    mix["pages"] = {"range": [12, 12]}
+    result = run(defaults=True, sites=20, rounds=3, mix=mix)
+    for r in result["rounds"]:
+        assert (r["fixable"]["requests"], r["fixable"]["renders"]) == (480, 240)
+        assert r["oracle"]["requests"] == 0  # it knows the host is down
+    assert [(r["domainstate"]["requests"], r["domainstate"]["renders"]) for r in result["rounds"]] == [
+        (240, 20),
+        (240, 20),
+        (0, 0),
+    ]
+    assert result["params"]["manners"]["paused_hosts"] == 40
+    assert result["states"][2] == {"only|dead": 20}
+    never = run(defaults=True, sites=20, rounds=1, mix=mix, overrides=["DOMAINSTATE_PAUSE_AFTER=0"])
+    assert never["rounds"][0]["domainstate"]["requests"] > 240
+
+
+def test_parked_domains_cost_their_root_then_nothing():
+    mix = one_kind("parked", "none")
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    result = run(defaults=True, sites=20, rounds=3, mix=mix)
+    # the root's lander makes the domain dead at once; the next visit confirms it (one request)
+    assert [r["domainstate"]["requests"] for r in result["rounds"]] == [20, 20, 0]
+    assert [r["fixable"]["requests"] for r in result["rounds"]] == [100] * 3
+    assert all(r["oracle"]["requests"] == 0 and r["domainstate"]["renders"] == 0 for r in result["rounds"])
+    assert result["states"][2] == {"only|dead": 20}
+
+
+def test_the_default_mix_has_the_manners_kinds():
+    result = run(defaults=True, sites=3000, rounds=2)
+    assert {"rate-limited", "down-hours", "parked"} <= set(result["population"])
+    manners = result["params"]["manners"]
+    assert manners["burst_429s"] > 0 and manners["slowed_slots"] > 0 and manners["polite_records"] > 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"rate_limit": {"burst": [0, 2], "retry_after": [1, 5]}}, r"only\.rate_limit\.burst"),
+        ({"rate_limit": {"burst": [2, 2]}}, r"only\.rate_limit\.retry_after"),
+        ({"down": 1.5}, r"only\.down"),
+    ],
+)
+def test_bad_manners_entries_are_named(change, message):
+    with pytest.raises(economy.MixError, match=message):
+        economy.load_mix(one_kind("friendly", **change))
+
+
+def test_bad_discovery_is_named():
+    with pytest.raises(economy.MixError, match=r"crawl\.discovery"):
+        economy.load_mix({"crawl": {"discovery": "sitemap"}})
+
+
+# ---------------------------------- harder: pages discovered from the root, false anti-bot verdicts
+
+
+def discovered(mix: dict) -> dict:
+    return {
+        **mix,
+        "crawl": {"hours": 24, "page_seconds": 2, "concurrency": 8, "robotstxt_obey": False, "discovery": "root"},
+    }
+
+
+def test_a_dead_root_costs_every_policy_one_request_when_pages_are_discovered():
+    mix = one_kind("dead", "none")
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    listed = run(defaults=True, sites=10, rounds=1, mix=mix)["rounds"][0]
+    found = run(defaults=True, sites=10, rounds=1, mix=discovered(mix))["rounds"][0]
+    for p in ("plain", "fixable", "fallback", "browser", "domainstate"):
+        assert found[p]["requests"] == 10 + 10 * (p == "fallback"), p  # (fetch + fallback renders it)
+    assert listed["fixable"]["requests"] == 50
+    assert found["oracle"]["requests"] == 0
+
+
+def test_a_shell_root_hides_the_pages_from_plain_fetch():
+    mix = one_kind("js-shell", [1.0, 1.0])
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    r = run(defaults=True, sites=10, rounds=2, mix=discovered(mix))["rounds"]
+    assert r[0]["plain"]["requests"] == 10 and r[0]["plain"]["contacts"] == 0
+    assert r[0]["browser"]["contacts"] == 50  # the render sees the links
+    assert all(row["domainstate"]["contacts"] == row["fixable"]["contacts"] == 50 for row in r)
+
+
+def test_false_anti_bot_verdicts_cost_renders_not_pages():
+    mix = one_kind("friendly", [1.0, 1.0])
+    mix["pages"] = {"weights": [0, 0, 0, 0, 1]}
+    result = run(defaults=True, sites=20, rounds=2, mix=mix, noise={"classifier_false_antibot": 1.0})
+    r1 = result["rounds"][0]
+    assert r1["plain"]["contacts"] == 100  # the page was there
+    assert r1["fixable"]["renders"] == 100 and r1["fixable"]["contacts"] == 100
+    assert r1["oracle"]["renders"] == 0
+    clean = run(defaults=True, sites=20, rounds=2, mix=mix)["rounds"][0]
+    assert clean["fixable"]["renders"] == 0

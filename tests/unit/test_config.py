@@ -160,6 +160,7 @@ VALID = {
     "DOMAINSTATE_BROWSER_LEARN_TTL": [("86400", DAY), (7 * DAY, 7 * DAY)],
     "DOMAINSTATE_RENEWAL_CLEARS_RECENT": [("true", True), (False, False)],
     "DOMAINSTATE_FRIENDLY_FALLBACK": [("on", True), (False, False)],
+    "DOMAINSTATE_COLD_CONTACT_PAGES": [("off", False), (True, True)],
     "DOMAINSTATE_URL_DEAD_TTL": [("3600", 3600.0), (0, 0.0)],
     "DOMAINSTATE_MAX_DOMAINS": [("1000", 1000), (1, 1)],
     "DOMAINSTATE_HEAD_PROBE": [("false", False), (False, False), ("off", False), ("true", True)],
@@ -363,6 +364,7 @@ BAD = {
     "DOMAINSTATE_BROWSER_LEARN_TTL": [0, -5],
     "DOMAINSTATE_RENEWAL_CLEARS_RECENT": ["maybe"],
     "DOMAINSTATE_FRIENDLY_FALLBACK": ["sometimes"],
+    "DOMAINSTATE_COLD_CONTACT_PAGES": ["contact"],
 }
 
 BAD_CASES = [(name, value) for name, values in BAD.items() for value in values]

@@ -259,3 +259,58 @@ LEADS = [
 )
 def test_which_first_request_goes_alone(state, decision, canaried, settings, expected) -> None:
     assert Policy(Config.from_settings(settings)).leads(state, decision, canaried) is expected
+
+
+# =====================================================================
+# Rule 3's option: a cold domain's pages whose URL says they hold contacts are fetched
+# (DOMAINSTATE_COLD_CONTACT_PAGES, contacts outcome only)
+# =====================================================================
+
+COLD_PLAN = [(0, [step(F, EMPTY)] * 5), (DAY, [step(F, EMPTY)] * 5)]
+SITE = "http://cold.example"
+
+COLD_CONTACT_PAGES = [
+    ("contact", "/contact", {}, COLD_PLAN, Decision.FETCH),
+    ("contact-us-html", "/contact-us.html", {}, COLD_PLAN, Decision.FETCH),
+    ("impressum", "/impressum", {}, COLD_PLAN, Decision.FETCH),
+    ("imprint-nested", "/en/company/imprint/", {}, COLD_PLAN, Decision.FETCH),
+    ("kontakt-query", "/de/kontakt?ref=footer", {}, COLD_PLAN, Decision.FETCH),
+    ("about", "/about", {}, COLD_PLAN, Decision.FETCH),
+    ("team", "/team", {}, COLD_PLAN, Decision.FETCH),
+    ("legal", "/legal-notice", {}, COLD_PLAN, Decision.FETCH),
+    ("french", "/qui-sommes-nous", {}, COLD_PLAN, Decision.FETCH),
+    ("spanish", "/sobre-nosotros", {}, COLD_PLAN, Decision.FETCH),
+    ("italian", "/chi-siamo.php", {}, COLD_PLAN, Decision.FETCH),
+    ("german-umlaut", "/%C3%BCber-uns", {}, COLD_PLAN, Decision.FETCH),
+    ("root", "/", {}, COLD_PLAN, Decision.SKIP),
+    ("product", "/products/item-3", {}, COLD_PLAN, Decision.SKIP),
+    ("word-inside-a-word", "/teamwork-tips", {}, COLD_PLAN, Decision.SKIP),
+    ("a-paired-word-alone", "/nous", {}, COLD_PLAN, Decision.SKIP),
+    ("in-the-query-only", "/search?q=contact", {}, COLD_PLAN, Decision.SKIP),
+    ("setting-off", "/contact", {"DOMAINSTATE_COLD_CONTACT_PAGES": False}, COLD_PLAN, Decision.SKIP),
+    ("items-outcome", "/contact", {"DOMAINSTATE_OUTCOME": "items"}, COLD_PLAN, Decision.SKIP),
+    ("dead-is-not-cold", "/contact", {}, [(0, [step(F, DEAD, "dns")] * 3)], Decision.SKIP),
+    ("unknown-unchanged", "/contact", {}, [(0, [step(F, EMPTY)] * 3)], Decision.FETCH_THEN_BROWSER),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "settings", "plan", "expected"),
+    [r[1:] for r in COLD_CONTACT_PAGES],
+    ids=[r[0] for r in COLD_CONTACT_PAGES],
+)
+def test_rule3_cold_still_fetches_contact_pages(path, settings, plan, expected) -> None:
+    s = Sim(policy=Policy(Config.from_settings(settings)))
+    for gap, steps in plan:
+        s.advance(gap)
+        s.feed(steps)
+    decision = s.decide()
+    assert s.policy.for_url(decision, s.state, SITE + path) is expected
+
+
+def test_rule3_a_contact_page_with_contacts_makes_a_cold_domain_unknown() -> None:
+    s = run(COLD_PLAN)
+    assert s.state is State.COLD
+    assert s.policy.for_url(s.decide(), s.state, SITE + "/kontakt") is Decision.FETCH
+    s.feed([step(F, CONTACT)])
+    assert s.state is State.UNKNOWN
