@@ -376,11 +376,11 @@ ENTRY_POINTS = (
     "scrapy_domainstate.middleware:DomainStateMiddleware.process_response",
     "scrapy_domainstate.middleware:DomainStateMiddleware.process_exception",
     "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.process_spider_exception",
-    "scrapy_domainstate.runtime.manager:DomainStateManager.record_items",
+    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.record_items",
     # Scrapy sends it for every request once the plugin listens (the send-gate's signal)
-    "scrapy_domainstate.runtime.manager:DomainStateManager.request_left_downloader",
+    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.request_left_downloader",
     # the extension's timer flush (a flush inside a request is counted with the request)
-    "scrapy_domainstate.runtime.manager:DomainStateManager.flush",
+    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.flush",
     "scrapy_domainstate.store.base:DomainStore.flush",
 )
 #: Start-up and shut-down, once per crawl (excluded from the per-request figure).
@@ -389,12 +389,12 @@ STARTUP_POINTS = (
     "scrapy_domainstate.middleware:DomainStateMiddleware.__init__",
     "scrapy_domainstate.extension:DomainStateExtension.__init__",
     "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.__init__",
-    "scrapy_domainstate.runtime.manager:DomainStateManager.open",
+    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.open",
 )
-CLOSE_POINTS = ("scrapy_domainstate.runtime.manager:DomainStateManager.close",)
+CLOSE_POINTS = ("scrapy_domainstate.runtime.lifecycle:DomainStateManager.close",)
 
 #: The per-stage table: (label, depth, candidate targets; the first that exists is timed).
-_M = "scrapy_domainstate.runtime.manager"
+_M = "scrapy_domainstate.runtime.lifecycle"
 _MW = "scrapy_domainstate.middleware"
 STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("decision (process_request)", 0, (f"{_MW}:DomainStateMiddleware.process_request",)),
@@ -410,7 +410,7 @@ STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("classification (all calls)", 1, ("scrapy_domainstate.detect.classify:Classifier.response",)),
     ("browser-render verdict", 1, ("scrapy_domainstate.detect.evidence:rendered_verdict",)),
     ("judging the evidence", 1, (f"{_M}:_judge", "scrapy_domainstate.detect.evidence:judge_response")),
-    ("contact scan", 1, ("scrapy_domainstate.runtime.outcomes:has_contact",)),
+    ("contact scan", 1, ("scrapy_domainstate.runtime.sources:has_contact",)),
     ("record (manager)", 1, (f"{_M}:DomainStateManager.record",)),
     ("store.record", 2, ("scrapy_domainstate.store.lmdb:LmdbStore.record",)),
     ("policy.observe", 3, ("scrapy_domainstate.core.policy:Policy.observe",)),

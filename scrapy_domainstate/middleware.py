@@ -1,7 +1,7 @@
 """The downloader middleware: ask the store before each request, record after each download.
 
 Thin on purpose: every decision and every record goes through
-:class:`~scrapy_domainstate.runtime.manager.DomainStateManager`, which also opens, flushes and
+:class:`~scrapy_domainstate.runtime.lifecycle.DomainStateManager`, which also opens, flushes and
 closes the store (so the middleware listed alone, without the extension, still saves what
 was learned).
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scrapy_domainstate.runtime.manager import DomainStateManager
+from scrapy_domainstate.runtime.lifecycle import DomainStateManager
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import CloseSpider
 
 from scrapy_domainstate.runtime.failures import store_unavailable
-from scrapy_domainstate.runtime.manager import DomainStateManager
+from scrapy_domainstate.runtime.lifecycle import DomainStateManager
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from scrapy_domainstate.runtime import registry as _registry
 
 if TYPE_CHECKING:
-    from scrapy_domainstate.runtime.manager import DomainStateManager
+    from scrapy_domainstate.runtime.lifecycle import DomainStateManager
     from scrapy_domainstate.store import DomainStore
 
 __all__ = ["domainstate", "explain", "store"]

@@ -16,7 +16,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from scrapy_domainstate.runtime.manager import DomainStateManager
+from scrapy_domainstate.runtime.lifecycle import DomainStateManager
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -16,7 +16,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.test import get_crawler
 
-from scrapy_domainstate.runtime.manager import DomainStateManager
+from scrapy_domainstate.runtime.lifecycle import DomainStateManager
 
 
 def _listening(manager: DomainStateManager) -> bool:

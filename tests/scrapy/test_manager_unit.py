@@ -30,7 +30,7 @@ from scrapy_domainstate.core.record import Method, Outcome, State
 from scrapy_domainstate.extension import DomainStateExtension
 from scrapy_domainstate.middleware import DomainStateMiddleware
 from scrapy_domainstate.runtime import registry as _registry
-from scrapy_domainstate.runtime.manager import DomainStateManager
+from scrapy_domainstate.runtime.lifecycle import DomainStateManager
 from scrapy_domainstate.spidermw import DomainStateSpiderMiddleware
 from scrapy_domainstate.store.memory import MemoryStore
 

@@ -84,7 +84,9 @@ def _urls(sites: Any) -> tuple[list[str], list[str], list[str]]:
     return alive, skipped_start, follow
 
 
-async def _crawl(settings: dict[str, Any], sites: Any, *, filter_on: bool) -> tuple[Any, list[str]]:
+async def _crawl(
+    settings: dict[str, Any], sites: Any, *, filter_on: bool, contact_pages: bool = False
+) -> tuple[Any, list[str]]:
     alive, skipped_start, follow = _urls(sites)
     FollowingSpider.targets = follow
     FollowingSpider.with_errback = sites.url(DEAD, "/errback")
@@ -94,6 +96,9 @@ async def _crawl(settings: dict[str, Any], sites: Any, *, filter_on: bool) -> tu
             **settings,
             "ADDONS": ADDON,
             "DOMAINSTATE_SKIP_BEFORE_QUEUE": filter_on,
+            # every page of the cold site is skipped here (its /contact too), unless asked:
+            # the exception for contact pages is test_a_cold_sites_contact_page_passes_the_filter
+            "DOMAINSTATE_COLD_CONTACT_PAGES": contact_pages,
             "DOWNLOADER_MIDDLEWARES": {SeenByDownloader: 1},
         },
         alive + skipped_start,
@@ -149,6 +154,19 @@ async def test_skipped_requests_never_reach_scrapys_scheduler(
         _seed(store, sites.url(ALIVE, "/dead-page"))
     result, seen = await _crawl(crawl_settings, sites, filter_on=filter_on)
     _check(result, seen, sites, _expected(sites), filter_on=filter_on)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_cold_sites_contact_page_passes_the_filter(sites: Any, crawl_settings: dict[str, Any]) -> None:
+    """The filter decides as the downloader middleware does: a cold domain's contact page goes
+    on (DOMAINSTATE_COLD_CONTACT_PAGES), its other pages are dropped before the queue."""
+    with LmdbStore(Config.from_settings(crawl_settings)) as store:
+        _seed(store, sites.url(ALIVE, "/dead-page"))
+    result, seen = await _crawl(crawl_settings, sites, filter_on=True, contact_pages=True)
+    assert [r.path for r in sites.requests(COLD)] == ["/contact"]
+    assert [u for u in seen if COLD in u] == [sites.url(COLD, "/contact")]
+    assert not sites.requests(DEAD)
+    assert result.stats.get("domainstate/skip/before_queue", 0) > 0
 
 
 @pytest.fixture

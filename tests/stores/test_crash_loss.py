@@ -44,7 +44,7 @@ from scrapy.crawler import CrawlerProcess
 from scrapy_domainstate import signals as ds_signals
 from scrapy_domainstate.testing.offline import loopback_only
 from scrapy_domainstate.testing.sites import FRIENDLY, PAGES, SiteServer
-import scrapy_domainstate.addon, scrapy_domainstate.runtime.manager, scrapy_domainstate.store.lmdb  # noqa
+import scrapy_domainstate.addon, scrapy_domainstate.runtime.lifecycle, scrapy_domainstate.store.lmdb  # noqa
 
 HOSTS = 400
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
