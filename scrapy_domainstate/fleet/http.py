@@ -78,7 +78,7 @@ class _Api(Resource):
             if exc.retry_after is not None:
                 request.setHeader(b"Retry-After", str(exc.retry_after).encode())
         except Exception:
-            logger.exception("domain-state service: internal error")
+            logger.exception("scrapy-domainstate service: internal error")
             status, payload = 500, {"error": "internal error", "field": None}
             service.counters["err/500"] += 1
         request.setResponseCode(status)

@@ -296,7 +296,7 @@ class OutcomeFlow(MannersFlow):
             self.browser.launch_failed(self.crawler, exception)
         self.telemetry.inc("browser/launch_failed_requests")
         if request.meta.get(META_REISSUE) == request.url:
-            raise IgnoreRequest(f"domainstate: not rendered, the browser did not launch ({self.browser.reason})")
+            raise IgnoreRequest(f"scrapy-domainstate: not rendered, the browser did not launch ({self.browser.reason})")
         drop = self.browser.render_keys
         meta = {k: v for k, v in request.meta.items() if k not in drop and k != META_DECISION}
         return request.replace(dont_filter=True, meta=meta)
@@ -309,7 +309,7 @@ class OutcomeFlow(MannersFlow):
             return
         if self.classifier.failure(exception).outcome in (Outcome.DEAD, Outcome.NETWORK_ERROR):
             self.telemetry.inc("robotstxt/unreachable")
-            raise IgnoreRequest(f"domainstate: robots.txt unreachable ({type(exception).__name__}): {exception}")
+            raise IgnoreRequest(f"scrapy-domainstate: robots.txt unreachable ({type(exception).__name__}): {exception}")
 
     def _reissue(self, request: Request, why: object) -> Request:
         self.telemetry.inc("browser_reissue")

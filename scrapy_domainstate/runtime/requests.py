@@ -354,7 +354,7 @@ class RequestFlow(OutcomeFlow):
         )
         if routing.robots_txt(facts, decision).action is routing.Action.SKIP:
             self.telemetry.inc("robotstxt/skipped")
-            raise IgnoreRequest(f"domainstate: no robots.txt request to {domain}: it is {state}")
+            raise IgnoreRequest(f"scrapy-domainstate: no robots.txt request to {domain}: it is {state}")
 
     def _engine_running(self) -> bool:
         """A probe can be downloaded (not so in component tests: no engine, no spider)."""
@@ -382,21 +382,21 @@ class RequestFlow(OutcomeFlow):
             if route.reason == routing.URL_DEAD:
                 self.telemetry.skipped(domain, "dead-url")
                 self.telemetry.inc("url_dead/skipped")
-                raise IgnoreRequest(f"domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
+                raise IgnoreRequest(f"scrapy-domainstate: skipping {request.url}: this URL answered 404/410 (dead URL)")
             self.telemetry.skipped(domain, state.value)
             self.telemetry.debug("Skipping %s: %s is %s", request.url, domain, state)
             if route.reason == routing.NO_BROWSER:
                 raise IgnoreRequest(
-                    f"domainstate: skipping {request.url}: domain {domain} is {state} "
+                    f"scrapy-domainstate: skipping {request.url}: domain {domain} is {state} "
                     "(browser only, and no browser is configured)"
                 )
-            raise IgnoreRequest(f"domainstate: skipping {request.url}: domain {domain} is {state}")
+            raise IgnoreRequest(f"scrapy-domainstate: skipping {request.url}: domain {domain} is {state}")
         if self.pauses.paused and host_of(request.url) in self.pauses.paused:
             # (checked when sent: requests held for a lead or by the gate were decided before)
             self.gate.leave(request)
             self._mark(request, domain, state, expires, "skip")
             self.telemetry.skipped(domain, "paused")
-            raise IgnoreRequest(f"domainstate: skipping {request.url}: its host is paused for this crawl")
+            raise IgnoreRequest(f"scrapy-domainstate: skipping {request.url}: its host is paused for this crawl")
         self.polite.prime(request, domain, self._polite_record)
         if route.forced and not repeat:
             self.telemetry.inc("forced")

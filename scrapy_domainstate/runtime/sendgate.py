@@ -141,4 +141,4 @@ class SendGate:
             for waiter, place in slot.waiters:
                 place.held = False
                 if not waiter.called:
-                    waiter.errback(CancelledError("domainstate: the crawl is closing"))
+                    waiter.errback(CancelledError("scrapy-domainstate: the crawl is closing"))

@@ -207,7 +207,7 @@ class ReadCache:
                         self._read(batch, [], time.monotonic())
                     self._read([], stale[i : i + self.chunk], now)
             except Exception:  # never let the thread die: the crawl would wait for it
-                logger.exception("domainstate: the Redis read-cache thread failed")
+                logger.exception("scrapy-domainstate: the Redis read-cache thread failed")
                 self._call(self._deliver, batch)
 
     def _sweep(self, now: float) -> list[str]:

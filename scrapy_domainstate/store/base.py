@@ -286,7 +286,7 @@ class DomainStore(ABC):
         self._n_pending -= dropped
         self.dropped += dropped
         logger.warning(
-            "domainstate: %s failing and %d outcomes buffered: dropped the %d oldest (%d dropped in total)",
+            "scrapy-domainstate: %s failing and %d outcomes buffered: dropped the %d oldest (%d dropped in total)",
             self.describe(),
             self._n_pending + dropped,
             dropped,

@@ -456,7 +456,7 @@ class RedisStore(DomainStore):
         self._marker = self._open_marker()
         self._connects_seen = self._deadline.connects
         logger.info(
-            "domainstate: Redis store at %s (prefix %r%s)",
+            "scrapy-domainstate: Redis store at %s (prefix %r%s)",
             masked,
             self.prefix,
             ", cluster, one transaction per domain" if self._per_domain else (", cluster" if self._cluster else ""),
@@ -513,7 +513,7 @@ class RedisStore(DomainStore):
         except StoreError as exc:
             lost = self._n_pending + len(self._url_pending)
             logger.error(
-                "domainstate: closing %s with %d buffered outcomes not written: %s", self.describe(), lost, exc
+                "scrapy-domainstate: closing %s with %d buffered outcomes not written: %s", self.describe(), lost, exc
             )
             raise StoreError(f"{exc} ({lost} buffered outcomes were not written)") from exc
         finally:
@@ -610,14 +610,14 @@ class RedisStore(DomainStore):
 
     def _outage_begins(self, kind: str, what: str, exc: BaseException | None) -> None:
         if self._outage is not None:
-            logger.debug("domainstate: Redis store still failing (%s): %s", what, _reason(exc) if exc else "slow")
+            logger.debug("scrapy-domainstate: Redis store still failing (%s): %s", what, _reason(exc) if exc else "slow")
             return
         self._outage = kind
         describe, buffered, wait = self.describe(), self._n_pending, self.breaker_seconds
         if kind == "writes":
             assert exc is not None
             logger.warning(
-                "domainstate: Redis store %s refuses writes (%s): %s. Decisions still read Redis; "
+                "scrapy-domainstate: Redis store %s refuses writes (%s): %s. Decisions still read Redis; "
                 "outcomes stay buffered (%d now); retrying every %.1f s",
                 describe,
                 what,
@@ -629,7 +629,7 @@ class RedisStore(DomainStore):
         if kind == "slow":
             reason = _reason(exc) if exc else f"{self.slow_threshold} calls in a row waited over {self.slow_reply:g} s"
             logger.warning(
-                "domainstate: Redis store %s is too slow (%s): %s. Requests are decided as for unknown domains "
+                "scrapy-domainstate: Redis store %s is too slow (%s): %s. Requests are decided as for unknown domains "
                 "and outcomes stay buffered (%d now); retrying every %.1f s (a read may take %g s, a flush %g s)",
                 describe,
                 what,
@@ -642,7 +642,7 @@ class RedisStore(DomainStore):
             return
         assert exc is not None
         logger.warning(
-            "domainstate: Redis store %s failed (%s): %s. Requests are decided as for unknown domains "
+            "scrapy-domainstate: Redis store %s failed (%s): %s. Requests are decided as for unknown domains "
             "and outcomes stay buffered (%d now); retrying every %.1f s",
             describe,
             what,
@@ -655,7 +655,7 @@ class RedisStore(DomainStore):
     def _outage_ends(self) -> None:
         kind, self._outage = self._outage, None
         logger.info(
-            "domainstate: Redis store %s %s (%d errors so far, %d outcomes buffered)",
+            "scrapy-domainstate: Redis store %s %s (%d errors so far, %d outcomes buffered)",
             self.describe(),
             "accepts writes again" if kind == "writes" else "reachable again",
             self.errors,
@@ -681,7 +681,7 @@ class RedisStore(DomainStore):
         try:
             return self._get_or_set_marker()
         except RedisError as exc:
-            logger.debug("domainstate: no Redis marker key at open: %s", _reason(exc))
+            logger.debug("scrapy-domainstate: no Redis marker key at open: %s", _reason(exc))
             return None
 
     def _check_marker(self) -> None:
@@ -690,7 +690,7 @@ class RedisStore(DomainStore):
         try:
             value = self._get_or_set_marker()
         except RedisError as exc:
-            logger.debug("domainstate: cannot check the Redis marker key: %s", _reason(exc))
+            logger.debug("scrapy-domainstate: cannot check the Redis marker key: %s", _reason(exc))
             return
         self._connects_seen = self._deadline.connects
         known, self._marker = self._marker, value
@@ -698,7 +698,7 @@ class RedisStore(DomainStore):
             return
         self.emptied += 1
         logger.warning(
-            "domainstate: Redis store %s came back empty (its marker key %r is gone): Redis restarted without "
+            "scrapy-domainstate: Redis store %s came back empty (its marker key %r is gone): Redis restarted without "
             "persistence or its data was flushed, and what the crawlers had learned is lost; it is learned "
             "again. Run Redis with appendonly yes to keep it",
             self.describe(),
@@ -942,7 +942,7 @@ class RedisStore(DomainStore):
             return self._flush(force=False)
         except StoreError as exc:
             if self._auto_flush:
-                logger.debug("domainstate: flush deferred: %s", exc)
+                logger.debug("scrapy-domainstate: flush deferred: %s", exc)
                 return 0
             raise
 
@@ -1217,7 +1217,7 @@ class RedisStore(DomainStore):
                 pipe.execute()
             keys.clear()
         except RedisError as exc:
-            logger.debug("domainstate: could not delete Redis write tokens (they expire): %s", exc)
+            logger.debug("scrapy-domainstate: could not delete Redis write tokens (they expire): %s", exc)
 
     # -------------------------------------------------------------- the cap
 
