@@ -254,6 +254,11 @@ class DomainStateManager:
                 with contextlib.suppress(Exception):
                     self.store.close()
                 self._refuse("cannot use the shared-state service", "remote", exc)
+        # The store's commits and fsyncs leave the reactor thread (in a crawl; the store's own
+        # API used outside one stays synchronous).
+        from twisted.internet import reactor
+
+        self.store.write_behind(reactor.callFromThread)  # type: ignore[attr-defined]
         self.opened = True
         self._opened_at = self.clock()
         _registry.register(self)

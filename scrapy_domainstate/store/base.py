@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..config import Config
@@ -72,6 +72,11 @@ class DomainStore(ABC):
 
     def describe(self) -> str:
         return self.name
+
+    def write_behind(self, schedule: Callable[[Callable[[], None]], object]) -> bool:
+        """Write flushes off the calling thread from now on, if the store can; ``schedule(fn)``
+        runs ``fn`` on the calling thread. ``False``: flushes stay synchronous (the default)."""
+        return False
 
     # --------------------------------------------------- backend primitives
 
