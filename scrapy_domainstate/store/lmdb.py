@@ -110,6 +110,8 @@ KNOWN_RECORDS = 4096
 #: so that no call blocks the reactor for long; a backlog of up to two slices is one transaction.
 FLUSH_SLICE = 500
 FLUSH_BUDGET = 0.04
+#: Decisions of stable states served from memory (see LmdbStore.decide), at most this many.
+DECIDED_MAX = 65_536
 
 
 def _lru_key(last_seen: float, key: bytes) -> bytes:
@@ -481,6 +483,9 @@ class LmdbStore(DomainStore):
     breaker_max_seconds = 30.0
     #: URL dead marks kept while writes fail.
     max_buffered_urls = 10_000
+    #: Seconds a decision read from the store is served from memory (see :meth:`decide`): what
+    #: another process writes reaches this one's decisions within this long.
+    decision_memo_seconds = 1.0
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None, *, readonly: bool = False) -> None:
         super().__init__(config, policy)
@@ -522,6 +527,8 @@ class LmdbStore(DomainStore):
         self._schedule: Callable[[Callable[[], None]], object] | None = None
         self._job: _Job | None = None
         self._again = False
+        #: domain -> (its decision, read at, valid until): see decide.
+        self._decided: dict[str, tuple[tuple[Decision, State, float | None], float, float]] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -564,6 +571,7 @@ class LmdbStore(DomainStore):
                     )
                     raise StoreError(f"{exc} ({lost} buffered outcomes were not written)") from exc
         finally:
+            self._decided.clear()
             if shared.pid == _PROC.pid:
                 self._settle()
                 writer, self._writer, self._schedule = self._writer, None, None
@@ -583,6 +591,7 @@ class LmdbStore(DomainStore):
         self._pending, self._view, self._n_pending = {}, {}, 0
         self._url_pending.clear()
         self._known.clear()
+        self._decided.clear()
         self._shared = None
         # The parent's writer thread does not exist here, nor does its batch in flight.
         self._writer, self._schedule, self._job, self._again = None, None, None, False
@@ -769,7 +778,16 @@ class LmdbStore(DomainStore):
         (the expiry chain needs the whole record) or when the header is corrupt.
         A record whose header is intact but whose tail is damaged is decided from
         its header here; the damage is reported when it is next fully read.
+
+        The decision of a stored record (no pending outcomes, state not expired) is then served
+        from memory until its state expires or for :attr:`decision_memo_seconds`, whichever
+        comes first: the header is not read again (nor a tuple built) on every request. This
+        process's own writes invalidate it (an outcome recorded for the domain, ``put``,
+        ``delete``, ``clear``, ``sweep``); another process's verdicts arrive within the bound.
         """
+        memo = self._decided.get(domain)
+        if memo is not None and memo[1] <= now < memo[2]:
+            return memo[0]
         shared = self._shared
         if shared is None or shared.pid != _PROC.pid or shared.env is None:
             shared = self._h()
@@ -796,7 +814,13 @@ class LmdbStore(DomainStore):
             return super().decide(domain, now)
         if (expires is not None and now >= expires) or changed_at > now + FUTURE_MARGIN:
             return super().decide(domain, now)  # expired, or stamped by a clock that ran ahead
-        return policy.decide_state(state, probed_at, changed_at, browser), state, expires
+        decided = policy.decide_state(state, probed_at, changed_at, browser), state, expires
+        until = now + self.decision_memo_seconds
+        memo_map = self._decided
+        if len(memo_map) >= DECIDED_MAX:
+            memo_map.clear()
+        memo_map[domain] = (decided, now, until if expires is None or expires > until else expires)
+        return decided
 
     def _decide_slow(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         # Map resized by another process, reader table full...: _read handles them.
@@ -863,6 +887,7 @@ class LmdbStore(DomainStore):
         outcomes stay buffered, at most :attr:`max_buffered`)."""
         if self._shared is not None and self._shared.pid != _PROC.pid:
             self._forget_parent()
+        self._decided.pop(domain, None)
         return self._record_buffering(domain, entry)
 
     def mark_url_dead(self, fingerprint: str, until: float) -> None:
@@ -1403,6 +1428,7 @@ class LmdbStore(DomainStore):
 
         self.evicted += self._write(work)
         self._known.pop(stat.domain, None)
+        self._decided.pop(stat.domain, None)
 
     def put_many(self, stats: Iterable[DomainStat], batch: int | None = None) -> int:
         """Overwrite many records, ``batch`` per transaction (default: all in one, so an
@@ -1413,6 +1439,7 @@ class LmdbStore(DomainStore):
         """
         n = 0
         chunk: list[tuple[bytes, DomainStat]] = []
+        self._decided.clear()
 
         def work(txn: Any, sh: _Shared) -> int:
             for key, stat in chunk:
@@ -1465,6 +1492,7 @@ class LmdbStore(DomainStore):
             return bool(txn.delete(key, db=sh.records))
 
         self._known.pop(domain, None)
+        self._decided.pop(domain, None)
         return self._write(work)
 
     def _clear(self) -> int:
@@ -1476,6 +1504,7 @@ class LmdbStore(DomainStore):
 
         self._url_pending.clear()
         self._known.clear()
+        self._decided.clear()
         return self._write(work)
 
     # -------------------------------------------------------- maintenance
@@ -1483,6 +1512,7 @@ class LmdbStore(DomainStore):
     def sweep(self, now: float) -> int:
         """Drop expired records (in batches of CHUNK per transaction) and expired URL marks."""
         self.flush()
+        self._decided.clear()
         removed = 0
         for items in self._scan("records"):
             candidates = []
