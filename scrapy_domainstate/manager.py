@@ -241,6 +241,7 @@ class DomainStateManager:
         if self._open_failed is not None:
             raise CloseSpider(self._open_failed)
         domain_key("example.com")  # load the bundled suffix list now, not on the first request
+        self.classifier.prepare()  # and the scan databases
         try:
             self.store.open()
         except Exception as exc:
