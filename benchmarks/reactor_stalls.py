@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))  # the package of this tree, not an installed one
 
 import overhead  # noqa: E402 - the crawls, pages and server are overhead.py's
 
@@ -145,7 +147,8 @@ def run_child(scenario: str, args: argparse.Namespace, port: int, store: str) ->
     cmd += ["--urls", str(args.urls), "--hosts", str(args.hosts), "--flush-interval", str(args.flush_interval)]
     if args.sync:
         cmd.append("--sync")
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT, env=env)
     if proc.returncode:
         sys.stderr.write(proc.stderr)
         raise SystemExit(f"benchmark child {scenario} failed")

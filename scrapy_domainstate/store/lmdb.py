@@ -110,8 +110,10 @@ KNOWN_RECORDS = 4096
 #: so that no call blocks the reactor for long; a backlog of up to two slices is one transaction.
 FLUSH_SLICE = 500
 FLUSH_BUDGET = 0.04
-#: Decisions of stable states served from memory (see LmdbStore.decide), at most this many.
-DECIDED_MAX = 65_536
+#: Decisions of stable states served from memory (see LmdbStore.decide), at most this many: the
+#: domains a crawl is working through. A full memo forgets its DECIDED_DROP oldest (tens of us).
+DECIDED_MAX = 4096
+DECIDED_DROP = 256
 
 
 def _lru_key(last_seen: float, key: bytes) -> bytes:
@@ -818,7 +820,8 @@ class LmdbStore(DomainStore):
         until = now + self.decision_memo_seconds
         memo_map = self._decided
         if len(memo_map) >= DECIDED_MAX:
-            memo_map.clear()
+            for old in list(itertools.islice(memo_map, DECIDED_DROP)):
+                del memo_map[old]
         memo_map[domain] = (decided, now, until if expires is None or expires > until else expires)
         return decided
 
