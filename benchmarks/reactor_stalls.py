@@ -63,19 +63,23 @@ HOOKS = (
 class Longest:
     """Every outermost call's wall time of one hook (a flush inside a request is the request's)."""
 
-    def __init__(self, active: list[int]) -> None:
+    def __init__(self, active: list[int], collections: list[int]) -> None:
         self.times: list[int] = []
         self.cpu: list[int] = []
+        #: Whether a garbage collection ran inside the call (Python's pause, whoever made the garbage).
+        self.gc: list[bool] = []
         self.active = active
+        self.collections = collections
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        active, times, cpu = self.active, self.times, self.cpu
+        active, times, cpu, gcs, collections = self.active, self.times, self.cpu, self.gc, self.collections
         clock, thread_clock = time.perf_counter_ns, time.thread_time_ns
 
         def wrapper(*a: Any, **kw: Any) -> Any:
             if active[0]:
                 return fn(*a, **kw)
             active[0] = 1
+            n0 = collections[0]
             c0 = thread_clock()
             t0 = clock()
             try:
@@ -83,23 +87,32 @@ class Longest:
             finally:
                 times.append(clock() - t0)
                 cpu.append(thread_clock() - c0)
+                gcs.append(collections[0] != n0)
                 active[0] = 0
 
         return wrapper
 
 
 def child(args: argparse.Namespace) -> None:
+    import gc
+
     from scrapy import Request, Spider
     from scrapy.crawler import CrawlerProcess
 
-    active = [0]
+    active, collections = [0], [0]
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections[0] += 1
+
+    gc.callbacks.append(on_gc)
     meters: dict[str, Longest] = {}
     for target in HOOKS:
         found = overhead._resolve(target)
         if found is None:
             continue
         owner, attr = found
-        meter = meters[target.rpartition(":")[2]] = Longest(active)
+        meter = meters[target.rpartition(":")[2]] = Longest(active, collections)
         setattr(owner, attr, meter.wrap(getattr(owner, attr)))
     if args.sync:
         from scrapy_domainstate.store.lmdb import LmdbStore
@@ -130,6 +143,8 @@ def child(args: argparse.Namespace) -> None:
         if not times:
             continue
         p999 = min(len(times) - 1, int(len(times) * 0.999))
+        slowest = max(range(len(meter.cpu)), key=meter.cpu.__getitem__)
+        no_gc = [c for c, g in zip(meter.cpu, meter.gc, strict=True) if not g] or [0]
         out["hooks"][name] = {
             "calls": len(times),
             "max_ns": times[-1],
@@ -138,6 +153,11 @@ def child(args: argparse.Namespace) -> None:
             "cpu_max_ns": cpu[-1],
             "cpu_p999_ns": cpu[p999],
             "cpu_over_target": sum(t > TARGET_NS for t in cpu),
+            # which call was the longest (1: the first), whether a collection ran in it, and the
+            # longest call without one
+            "cpu_max_call": slowest + 1,
+            "cpu_max_gc": meter.gc[slowest],
+            "cpu_max_no_gc_ns": max(no_gc),
         }
     print(json.dumps(out))
 
@@ -196,13 +216,15 @@ def main() -> int:
         print(f"\n{LABELS.get(scenario, scenario)}: {data['requests']} requests")
         print(f"  {'':<44} {'------ CPU (thread) -----':>26}   {'---------- wall ---------':>26}")
         head = f"{'max ms':>8} {'p99.9 ms':>9} {'> 1 ms':>7}"
-        print(f"  {'hook':<36} {'calls':>7} {head}   {head}")
+        print(f"  {'hook':<36} {'calls':>7} {head}   {head}   longest CPU call")
         for name, h in sorted(data["hooks"].items(), key=lambda kv: -kv[1]["cpu_max_ns"]):
             worst_cpu = max(worst_cpu, h["cpu_max_ns"])
             worst_wall = max(worst_wall, h["max_ns"])
             print(
                 f"  {name:<36} {h['calls']:>7} {h['cpu_max_ns'] / 1e6:>8.3f} {h['cpu_p999_ns'] / 1e6:>9.3f} "
                 f"{h['cpu_over_target']:>7}   {h['max_ns'] / 1e6:>8.3f} {h['p999_ns'] / 1e6:>9.3f} {h['over_target']:>7}"
+                f"   #{h['cpu_max_call']}{' (a gc ran in it)' if h['cpu_max_gc'] else ''};"
+                f" without gc {h['cpu_max_no_gc_ns'] / 1e6:.3f} ms"
             )
     verdict = "met" if worst_cpu <= TARGET_NS else "MISSED"
     print(

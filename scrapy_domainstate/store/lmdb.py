@@ -977,6 +977,7 @@ class LmdbStore(DomainStore):
             return False
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="domainstate-lmdb")
+            self._writer.submit(int)  # the thread starts now, not in the first flush
         self._schedule = schedule
         return True
 
