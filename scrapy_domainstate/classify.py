@@ -763,9 +763,10 @@ class Classifier:
         """Build (or fetch from the process's cache) the scan databases now, at start-up, rather
         than in the first responses' calls."""
         if self._fast is not None:
+            page = b"<html><head><title>t</title></head><body><a href=/>a</a></body></html>"
             for small in (True, False):
-                self._fast_scanner(small)
-            self._many_links(b"")
+                self._fast_scanner(small).scan(page)  # hyperscan's scratch space, allocated at the first scan
+            self._many_links(page)
 
     @staticmethod
     def _cues(
