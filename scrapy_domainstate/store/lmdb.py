@@ -616,6 +616,8 @@ class LmdbStore(DomainStore):
                 with shared.env.begin() as txn:
                     return fn(txn, shared)
             except (lmdb.MapResizedError, lmdb.ReadersFullError) as exc:
+                if self._job is not None:  # the map is resized only while no transaction is open
+                    self._settle()
                 self._recover(shared, exc)
             except _READ_DAMAGED as exc:
                 raise StoreError(f"{self.describe()}: {_damaged(shared.path, exc)}") from exc
