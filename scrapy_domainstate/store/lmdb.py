@@ -783,11 +783,12 @@ class LmdbStore(DomainStore):
         A record whose header is intact but whose tail is damaged is decided from
         its header here; the damage is reported when it is next fully read.
 
-        The decision of a stored record (no pending outcomes, state not expired) is then served
-        from memory until its state expires or for :attr:`decision_memo_seconds`, whichever
-        comes first: the header is not read again (nor a tuple built) on every request. This
-        process's own writes invalidate it (an outcome recorded for the domain, ``put``,
-        ``delete``, ``clear``, ``sweep``); another process's verdicts arrive within the bound.
+        The decision (of a state not expired, from the stored header or from this process's
+        view of a domain with pending outcomes) is then served from memory until the state
+        expires or for :attr:`decision_memo_seconds`, whichever comes first: neither the header
+        nor the view is read again (nor a tuple built) on every request. This process's own
+        writes invalidate it (an outcome recorded for the domain, ``put``, ``delete``, ``clear``,
+        ``sweep``); another process's verdicts arrive within the bound.
         """
         memo = self._decided.get(domain)
         if memo is not None and memo[1] <= now < memo[2]:
@@ -795,8 +796,16 @@ class LmdbStore(DomainStore):
         shared = self._shared
         if shared is None or shared.pid != _PROC.pid or shared.env is None:
             shared = self._h()
-        if domain in self._view:
-            return super().decide(domain, now)
+        view = self._view.get(domain)
+        if view is not None:  # this process's view: stored record + pending outcomes
+            decided = super().decide(domain, now)
+            if (
+                not self.policy.is_expired(view, now)
+                and view.state_changed_at <= now + FUTURE_MARGIN
+                and view.last_seen <= now + FUTURE_MARGIN
+            ):
+                self._memo_decision(domain, decided, now)
+            return decided
         try:
             # begin/abort and a bytes copy: measured faster than a `with` block
             # and buffers=True for a few hundred bytes.
@@ -819,13 +828,19 @@ class LmdbStore(DomainStore):
         if (expires is not None and now >= expires) or changed_at > now + FUTURE_MARGIN:
             return super().decide(domain, now)  # expired, or stamped by a clock that ran ahead
         decided = policy.decide_state(state, probed_at, changed_at, browser), state, expires
+        self._memo_decision(domain, decided, now)
+        return decided
+
+    def _memo_decision(self, domain: str, decided: tuple[Decision, State, float | None], now: float) -> None:
+        """Serve ``decided`` (of a state not expired at ``now``: the decision does not depend on
+        the time until it expires) for the next :attr:`decision_memo_seconds` at most."""
+        expires = decided[2]
         until = now + self.decision_memo_seconds
         memo_map = self._decided
         if len(memo_map) >= DECIDED_MAX:
             for old in list(itertools.islice(memo_map, DECIDED_DROP)):
                 del memo_map[old]
         memo_map[domain] = (decided, now, until if expires is None or expires > until else expires)
-        return decided
 
     def _decide_slow(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         # Map resized by another process, reader table full...: _read handles them.

@@ -186,3 +186,30 @@ def test_a_stable_decision_is_served_from_memory_within_its_bound(tmp_path: Path
     finally:
         mine.close()
         other.close()
+
+
+def test_a_domain_with_pending_outcomes_is_decided_once_until_its_next_outcome(tmp_path: Path) -> None:
+    from scrapy_domainstate.record import State
+
+    store = LmdbStore(Config(lmdb_path=str(tmp_path / "db"), flush_size=10_000, flush_interval=1e9))
+    store.open()
+    try:
+        store.set_state("a.example", State.FRIENDLY, T0)
+        store.record("a.example", fetch(T0 + 1))
+        first = store.decide("a.example", T0 + 1.1)
+        assert first == plain_decide(store, "a.example", T0 + 1.1)
+        assert store.decide("a.example", T0 + 1.2) is first  # served from memory
+        # An outcome for the domain invalidates it: three antibot answers make it antibot-soft.
+        for i in range(3):
+            store.record("a.example", RecentEntry(T0 + 2 + i, Method.FETCH, Outcome.ANTIBOT, 403, "challenge:x"))
+        again = store.decide("a.example", T0 + 5.1)
+        assert again is not first and again == plain_decide(store, "a.example", T0 + 5.1)
+    finally:
+        store.close()
+
+
+def plain_decide(store: LmdbStore, domain: str, now: float):  # type: ignore[no-untyped-def]
+    """The plain answer (no memo, no header shortcut)."""
+    from scrapy_domainstate.store.base import DomainStore
+
+    return DomainStore.decide(store, domain, now)
