@@ -149,7 +149,7 @@ def run_child(
         env["DOMAINSTATE_SCAN_ENGINE"] = engine
     cmd = [sys.executable, __file__, "--child", mode, "--scenario", scenario, "--port", str(port), "--store", store]
     cmd += ["--urls", str(urls), "--hosts", str(args.hosts), "--flush-interval", str(args.flush_interval)]
-    out = os.path.join(tmp, f"callgrind.{scenario}.{mode}.{engine}.{urls}")
+    out = os.path.join(args.keep or tmp, f"callgrind.{scenario}.{mode}.{engine}.{urls}")
     if not args.no_valgrind:
         instr = "no" if args.hooks else "yes"
         cmd = [args.valgrind, "--tool=callgrind", f"--instr-atstart={instr}", f"--callgrind-out-file={out}", *cmd]
@@ -276,6 +276,9 @@ def main() -> int:
     parser.add_argument("--valgrind", default=VALGRIND, help="the valgrind executable")
     parser.add_argument("--no-valgrind", action="store_true", help="run the crawls without callgrind (a smoke test)")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument(
+        "--keep", help="write the callgrind files into this directory (for callgrind_annotate's per-function breakdown)"
+    )
     parser.add_argument("--child", choices=("on", "off", "noop"), dest="mode", help=argparse.SUPPRESS)
     parser.add_argument("--scenario", choices=("tiny", "real"), default="tiny", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)

@@ -779,6 +779,19 @@ class Classifier:
         #: ``None``: consulted by the public methods around the built-in rules (:meth:`_ruled`).
         self.rules: UserRules | None = user_rules(self.config)
 
+        #: The pass carries the contact scan's patterns only where a contact scan follows it:
+        #: the default outcome source (``contacts``); ``items`` and a callable never read them.
+        self.contact_places = self.config.outcome == "contacts"
+
+    def prepare(self) -> None:
+        """Build (or fetch from the process's cache) the scan databases now, at start-up, rather
+        than in the first responses' calls."""
+        if self._fast is not None:
+            page = b"<html><head><title>t</title></head><body><a href=/>a</a></body></html>"
+            for small in (True, False):
+                self._fast_scanner(small).scan(page)  # hyperscan's scratch space, allocated at the first scan
+            self._many_links(page)
+
     @staticmethod
     def _cues(
         table: Mapping[str, tuple[str, tuple[str, ...]]], rank: Mapping[str, int]
@@ -1307,7 +1320,8 @@ class Classifier:
                 (pcre_literal(lit), True) for lit in self.scanner.literals
             ]
             patterns += [(pcre_literal(probe), True, True) for probe in _FAST_PROBES]
-            patterns += contacts.CONTACT_PATTERNS  # the contact scan of the same body reads these
+            if self.contact_places:
+                patterns += contacts.CONTACT_PATTERNS  # the contact scan of the same body reads these
             if small:  # a verification phrase can only be in the text when its longest word is
                 patterns += [(pcre_literal(word), True, True) for word in self._phrase_words]
             scanner = PatternScanner(patterns)
@@ -1353,7 +1367,7 @@ class Classifier:
         first = [-1] * (last + 1)
         places: list[tuple[int, int]] = []
         base = count + last
-        words = base + len(contacts.CONTACT_PATTERNS)
+        words = base + (len(contacts.CONTACT_PATTERNS) if self.contact_places else 0)
         for ident, end in matches:
             if ident < count:
                 found.add(literals[ident])
@@ -1364,7 +1378,8 @@ class Classifier:
                 places.append((ident - base, end))
             elif first[last] < 0:
                 first[last] = end
-        contacts.share_places(body, n, places)
+        if self.contact_places:
+            contacts.share_places(body, n, places)
         return found, first
 
     def _fast_plans(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Plan, ...] | None:

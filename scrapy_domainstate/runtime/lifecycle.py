@@ -201,6 +201,7 @@ class DomainStateManager(RequestFlow):
         if self._open_failed is not None:
             raise CloseSpider(self._open_failed)
         domain_key("example.com")  # load the bundled suffix list now, not on the first request
+        self.classifier.prepare()  # and the scan databases
         try:
             self.store.open()
         except Exception as exc:
@@ -214,6 +215,11 @@ class DomainStateManager(RequestFlow):
                 with contextlib.suppress(Exception):
                     self.store.close()
                 self._refuse("cannot use the shared-state service", "remote", exc)
+        # The store's commits and fsyncs leave the reactor thread (in a crawl; the store's own
+        # API used outside one stays synchronous).
+        from twisted.internet import reactor
+
+        self.store.write_behind(reactor.callFromThread)  # type: ignore[attr-defined]
         self.opened = True
         self._opened_at = self.clock()
         _registry.register(self)

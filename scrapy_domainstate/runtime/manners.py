@@ -115,7 +115,9 @@ class MannersFlow(Parts):
             if out:
                 self._mark(waiting, out["domain"], State(out["state"]), out.get("expires_at"), "skip")
                 self.telemetry.skipped(out["domain"], "paused")
-            deferred.errback(IgnoreRequest(f"scrapy-domainstate: skipping {waiting.url}: its host is paused for this crawl"))
+            deferred.errback(
+                IgnoreRequest(f"scrapy-domainstate: skipping {waiting.url}: its host is paused for this crawl")
+            )
 
     def _polite_record(self, domain: str) -> DomainStat | None:
         try:

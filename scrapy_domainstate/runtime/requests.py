@@ -80,9 +80,7 @@ class RequestFlow(OutcomeFlow):
             keys += (purpose_key(host or domain, self.purpose),)
         return keys
 
-    def _decide_url(
-        self, url: str, domain: str, now: float, host: str | None
-    ) -> tuple[Decision, State, float | None]:
+    def _decide_url(self, url: str, domain: str, now: float, host: str | None) -> tuple[Decision, State, float | None]:
         """:meth:`_decide`, then what the URL itself changes (a cold domain's contact page)."""
         decision, state, expires = self._decide(domain, now, host)
         if decision is Decision.SKIP and state is State.COLD:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from scrapy_domainstate.core.config import Config
@@ -95,6 +95,11 @@ class DomainStore(ABC):
     def read_log(self, name: str, keep: int) -> list[str]:
         """The log ``name``, oldest line first (at most the last ``keep``). May raise."""
         return list(self._logs.get(name, ()))[-keep:]
+
+    def write_behind(self, schedule: Callable[[Callable[[], None]], object]) -> bool:
+        """Write flushes off the calling thread from now on, if the store can; ``schedule(fn)``
+        runs ``fn`` on the calling thread. ``False``: flushes stay synchronous (the default)."""
+        return False
 
     # --------------------------------------------------- backend primitives
 

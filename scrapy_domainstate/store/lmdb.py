@@ -42,6 +42,7 @@ the parent had buffered stay the parent's to flush.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import logging
@@ -51,6 +52,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import lmdb
@@ -109,6 +111,10 @@ KNOWN_RECORDS = 4096
 #: so that no call blocks the reactor for long; a backlog of up to two slices is one transaction.
 FLUSH_SLICE = 500
 FLUSH_BUDGET = 0.04
+#: Decisions of stable states served from memory (see LmdbStore.decide), at most this many: the
+#: domains a crawl is working through. A full memo forgets its DECIDED_DROP oldest (tens of us).
+DECIDED_MAX = 4096
+DECIDED_DROP = 256
 
 
 def _lru_key(last_seen: float, key: bytes) -> bytes:
@@ -449,6 +455,48 @@ def _find_data_path(path: str) -> str:
     return os.path.realpath(p)
 
 
+class _Job:
+    """One batch on its way to the disk: the outcomes, what the write reads of this process's
+    state (copied when it was handed over), and what came of it."""
+
+    __slots__ = (
+        "batch",
+        "corrupt",
+        "done",
+        "error",
+        "finished",
+        "growths",
+        "knowns",
+        "n",
+        "recover",
+        "result",
+        "retries",
+        "urls",
+        "views",
+        "written",
+    )
+
+    def __init__(
+        self,
+        batch: dict[str, list[RecentEntry]],
+        n: int,
+        views: dict[str, DomainStat],
+        knowns: dict[str, _Known],
+        urls: dict[str, float],
+    ) -> None:
+        self.batch, self.n, self.views, self.knowns, self.urls = batch, n, views, knowns, urls
+        self.corrupt: list[tuple[str, RecordError]] = []
+        self.written: list[tuple[str, bytes, DomainStat, bytes, Layout | None]] = []
+        self.result: tuple[dict[str, DomainStat], int] | None = None
+        #: Set by the writer thread: a failed write, or an error the recording thread recovers
+        #: from (full map, map grown elsewhere, full reader table) before the write is retried.
+        self.error: BaseException | None = None
+        self.recover: lmdb.Error | None = None
+        self.growths = self.retries = 0
+        self.done = threading.Event()
+        self.finished = False
+
+
 class LmdbStore(DomainStore):
     """Domain records in a local LMDB environment (the default store).
 
@@ -463,6 +511,9 @@ class LmdbStore(DomainStore):
     breaker_max_seconds = 30.0
     #: URL dead marks kept while writes fail.
     max_buffered_urls = 10_000
+    #: Seconds a decision read from the store is served from memory (see :meth:`decide`): what
+    #: another process writes reaches this one's decisions within this long.
+    decision_memo_seconds = 1.0
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None, *, readonly: bool = False) -> None:
         super().__init__(config, policy)
@@ -498,6 +549,14 @@ class LmdbStore(DomainStore):
         self.index_rebuilds = 0
         #: Records stamped while the clock ran ahead, moved back to the present (see _evict).
         self.future_clamped = 0
+        #: Write-behind (see write_behind): the writer thread, how its results come back to the
+        #: recording thread, the batch on its way, and "flush again when it is written".
+        self._writer: ThreadPoolExecutor | None = None
+        self._schedule: Callable[[Callable[[], None]], object] | None = None
+        self._job: _Job | None = None
+        self._again = False
+        #: domain -> (its decision, read at, valid until): see decide.
+        self._decided: dict[str, tuple[tuple[Decision, State, float | None], float, float]] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -575,10 +634,16 @@ class LmdbStore(DomainStore):
                 except StoreError as exc:
                     lost = self._n_pending + len(self._url_pending)
                     logger.error(
-                        "domainstate: closing %s with %d buffered outcomes not written: %s", self.describe(), lost, exc
+                        "scrapy-domainstate: closing %s with %d buffered outcomes not written: %s", self.describe(), lost, exc
                     )
                     raise StoreError(f"{exc} ({lost} buffered outcomes were not written)") from exc
         finally:
+            self._decided.clear()
+            if shared.pid == _PROC.pid:
+                self._settle()
+                writer, self._writer, self._schedule = self._writer, None, None
+                if writer is not None:
+                    writer.shutdown(wait=True)
             self._shared = None
             self._known.clear()
             _release(shared)
@@ -593,7 +658,10 @@ class LmdbStore(DomainStore):
         self._pending, self._view, self._n_pending = {}, {}, 0
         self._url_pending.clear()
         self._known.clear()
+        self._decided.clear()
         self._shared = None
+        # The parent's writer thread does not exist here, nor does its batch in flight.
+        self._writer, self._schedule, self._job, self._again = None, None, None, False
 
     def _h(self) -> _Shared:
         shared = self._shared
@@ -613,6 +681,8 @@ class LmdbStore(DomainStore):
                 with shared.env.begin() as txn:
                     return fn(txn, shared)
             except (lmdb.MapResizedError, lmdb.ReadersFullError) as exc:
+                if self._job is not None:  # the map is resized only while no transaction is open
+                    self._settle()
                 self._recover(shared, exc)
             except _READ_DAMAGED as exc:
                 raise StoreError(f"{self.describe()}: {_damaged(shared.path, exc)}") from exc
@@ -639,6 +709,8 @@ class LmdbStore(DomainStore):
         ``fn`` may run more than once (after a full or resized map): it must not
         change the store's state; its result is returned once committed.
         """
+        if self._job is not None:
+            self._settle()  # one writer at a time, in the order of the calls
         shared = self._h()
         if shared.readonly or self.readonly:
             raise StoreError(f"{self.describe()} is open read-only")
@@ -775,12 +847,30 @@ class LmdbStore(DomainStore):
         (the expiry chain needs the whole record) or when the header is corrupt.
         A record whose header is intact but whose tail is damaged is decided from
         its header here; the damage is reported when it is next fully read.
+
+        The decision (of a state not expired, from the stored header or from this process's
+        view of a domain with pending outcomes) is then served from memory until the state
+        expires or for :attr:`decision_memo_seconds`, whichever comes first: neither the header
+        nor the view is read again (nor a tuple built) on every request. This process's own
+        writes invalidate it (an outcome recorded for the domain, ``put``, ``delete``, ``clear``,
+        ``sweep``); another process's verdicts arrive within the bound.
         """
+        memo = self._decided.get(domain)
+        if memo is not None and memo[1] <= now < memo[2]:
+            return memo[0]
         shared = self._shared
         if shared is None or shared.pid != _PROC.pid or shared.env is None:
             shared = self._h()
-        if domain in self._view:
-            return super().decide(domain, now)
+        view = self._view.get(domain)
+        if view is not None:  # this process's view: stored record + pending outcomes
+            decided = super().decide(domain, now)
+            if (
+                not self.policy.is_expired(view, now)
+                and view.state_changed_at <= now + FUTURE_MARGIN
+                and view.last_seen <= now + FUTURE_MARGIN
+            ):
+                self._memo_decision(domain, decided, now)
+            return decided
         try:
             # begin/abort and a bytes copy: measured faster than a `with` block
             # and buffers=True for a few hundred bytes.
@@ -802,7 +892,20 @@ class LmdbStore(DomainStore):
             return super().decide(domain, now)
         if (expires is not None and now >= expires) or changed_at > now + FUTURE_MARGIN:
             return super().decide(domain, now)  # expired, or stamped by a clock that ran ahead
-        return policy.decide_state(state, probed_at, changed_at, browser), state, expires
+        decided = policy.decide_state(state, probed_at, changed_at, browser), state, expires
+        self._memo_decision(domain, decided, now)
+        return decided
+
+    def _memo_decision(self, domain: str, decided: tuple[Decision, State, float | None], now: float) -> None:
+        """Serve ``decided`` (of a state not expired at ``now``: the decision does not depend on
+        the time until it expires) for the next :attr:`decision_memo_seconds` at most."""
+        expires = decided[2]
+        until = now + self.decision_memo_seconds
+        memo_map = self._decided
+        if len(memo_map) >= DECIDED_MAX:
+            for old in list(itertools.islice(memo_map, DECIDED_DROP)):
+                del memo_map[old]
+        memo_map[domain] = (decided, now, until if expires is None or expires > until else expires)
 
     def _decide_slow(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
         # Map resized by another process, reader table full...: _read handles them.
@@ -869,6 +972,7 @@ class LmdbStore(DomainStore):
         outcomes stay buffered, at most :attr:`max_buffered`)."""
         if self._shared is not None and self._shared.pid != _PROC.pid:
             self._forget_parent()
+        self._decided.pop(domain, None)
         return self._record_buffering(domain, entry)
 
     def mark_url_dead(self, fingerprint: str, until: float) -> None:
@@ -895,6 +999,8 @@ class LmdbStore(DomainStore):
         """
         if self._shared is not None and self._shared.pid != _PROC.pid:
             self._forget_parent()
+        if self._job is not None and self._in_flight(force):
+            return 0
         if not (self._pending or self._url_pending):
             return 0
         breaker = self.breaker
@@ -907,6 +1013,10 @@ class LmdbStore(DomainStore):
                 f"(next attempt within {breaker.remaining():.1f} s)"
             )
         breaker.started()
+        if self._writer is not None and not force:
+            submitted = self._start_job()
+            if submitted is not None:
+                return submitted
         try:
             n = self._flush_now(budgeted=self._draining and not force)
         except WriteFailed as exc:
@@ -914,17 +1024,198 @@ class LmdbStore(DomainStore):
             if self._auto_flush:
                 return 0
             raise
+        self._written()
+        return n
+
+    def _written(self) -> None:
+        """A write succeeded: close the breaker, say so after an outage."""
+        breaker = self.breaker
         if self._outage or breaker.state != CircuitBreaker.CLOSED:
             breaker.success()
             if self._outage:
                 self._outage = False
                 logger.info(
-                    "domainstate: %s writable again (%d failed writes, %d outcomes dropped so far)",
+                    "scrapy-domainstate: %s writable again (%d failed writes, %d outcomes dropped so far)",
                     self.describe(),
                     self.errors,
                     self.dropped,
                 )
+
+    # ------------------------------------------------------------ write-behind
+
+    def write_behind(self, schedule: Callable[[Callable[[], None]], object]) -> bool:
+        """From now on, run the flushes' write transactions (their commit and fsync) on a
+        writer thread of this store, one batch at a time; ``schedule(fn)`` must run ``fn`` on
+        the thread that records (in a crawl, the reactor's ``callFromThread``).
+
+        The recording thread hands a batch over (its outcomes, and copies of what the write
+        reads of this process's state) and goes on; the outcomes stay in the view until the
+        transaction committed, a failed one puts them back in front of the buffer (as a failed
+        synchronous flush does), and a flush asked for meanwhile follows the batch in flight.
+        Writes of another kind (``put``, ``delete``, ``sweep``...) and :meth:`close` first wait
+        for the batch in flight. ``False`` (nothing changes) for a read-only store.
+        """
+        if self.readonly:
+            return False
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="domainstate-lmdb")
+            self._writer.submit(int)  # the thread starts now, not in the first flush
+        self._schedule = schedule
+        return True
+
+    def _in_flight(self, force: bool) -> bool:
+        """A batch is on its way: ``True`` when this flush follows it (``force`` waits for it)."""
+        job = self._job
+        if job is not None and job.done.is_set():
+            self._finish(job, chain=False)
+        if self._job is None:
+            return False
+        if not force:  # one batch in flight at a time
+            self._again = True
+            return True
+        self._settle()
+        return False
+
+    def _due(self) -> bool:
+        config = self.config
+        n = self._n_pending
+        if n >= config.flush_size or len(self._url_pending) >= config.flush_size:
+            return True
+        return bool(n and (self._draining or time.monotonic() - self._oldest_pending >= config.flush_interval))
+
+    def _start_job(self) -> int | None:
+        """Hand the buffered outcomes (a slice of a backlog) to the writer thread; their count,
+        or ``None`` when the writer refuses (the interpreter is exiting: write here)."""
+        pending = self._pending
+        if self._draining and len(pending) > 2 * FLUSH_SLICE:
+            batch = dict(itertools.islice(pending.items(), FLUSH_SLICE))
+            for domain in batch:
+                del pending[domain]
+            n = sum(map(len, batch.values()))
+        else:
+            batch, n = pending, self._n_pending
+            self._pending = {}
+        self._n_pending -= n
+        job = self._prepare_batch(batch, n)
+        try:
+            self._submit(job)
+        except RuntimeError:
+            self._job = None
+            self._put_back(job)
+            self._writer = None
+            return None
         return n
+
+    def _submit(self, job: _Job) -> None:
+        shared = self._h()
+        writer, schedule = self._writer, self._schedule
+        assert writer is not None and schedule is not None
+
+        def run() -> None:
+            self._run_job(shared, job)
+            job.done.set()
+            with contextlib.suppress(Exception):  # no reactor any more: the next flush or close finishes it
+                schedule(lambda: self._finish(job))
+
+        writer.submit(run)
+        self._job = job
+
+    def _run_job(self, shared: _Shared, job: _Job) -> None:
+        """On the writer thread: one attempt at the batch's transaction."""
+        try:
+            with shared.env.begin(write=True) as txn:
+                job.result = self._batch_work(txn, shared, job)
+        except (*_BUSY, lmdb.MapFullError) as exc:
+            job.recover = exc  # the map is resized on the recording thread, then the write retried
+        except _READ_DAMAGED as exc:
+            job.error = WriteFailed(f"{self.describe()}: {_damaged(shared.path, exc)}")
+        except lmdb.Error as exc:
+            job.error = WriteFailed(f"{self.describe()}: {exc}")
+        except BaseException as exc:  # a bug: reported on the recording thread
+            job.error = exc
+
+    def _finish(self, job: _Job, chain: bool = True) -> None:
+        """On the recording thread, once the writer is done with ``job``."""
+        if job.finished or not job.done.is_set():
+            return
+        job.finished = True
+        if self._job is job:
+            self._job = None
+        shared = self._shared
+        if shared is None or shared.pid != _PROC.pid:
+            return
+        exc = job.error
+        recover = job.recover
+        if exc is None and recover is not None:
+            try:
+                self._recover_job(shared, job, recover)
+            except StoreError as err:
+                exc = err if isinstance(err, WriteFailed) else WriteFailed(str(err))
+            else:  # the map is as the write needs it now: again, same batch
+                job.recover = None
+                job.done.clear()
+                job.finished = False
+                self._submit(job)
+                return
+        if exc is not None:
+            self._job_failed(job, exc)
+        else:
+            self._job_written(job)
+        if chain and (self._again or self._due()):
+            self._again = False
+            self._auto_flush = True
+            try:
+                self.flush()
+            finally:
+                self._auto_flush = False
+
+    def _job_failed(self, job: _Job, exc: BaseException) -> None:
+        self._put_back(job)
+        if not isinstance(exc, WriteFailed):
+            logger.error("scrapy-domainstate: writing to %s failed unexpectedly", self.describe(), exc_info=exc)
+            exc = WriteFailed(f"{self.describe()}: {exc!r}")
+        self._write_failed(exc)
+
+    def _job_written(self, job: _Job) -> None:
+        self._batch_done(job)
+        pending, view = self._pending, self._view
+        for domain in job.batch:
+            if domain not in pending:
+                view.pop(domain, None)
+        if not pending:
+            self._draining = False
+        self._written()
+
+    def _recover_job(self, shared: _Shared, job: _Job, exc: lmdb.Error) -> None:
+        """As :meth:`_write` does between two attempts (here, no transaction of this process is
+        open: the map may be resized)."""
+        if isinstance(exc, lmdb.MapFullError):
+            job.growths += 1
+            if job.growths > MAX_GROWTHS:
+                raise WriteFailed(f"{self.describe()}: the map is still full after {MAX_GROWTHS} doublings")
+            try:
+                self._recover(shared, exc)
+            except StoreError as err:  # growing the file failed: the disk is full
+                raise WriteFailed(str(err)) from err
+        else:
+            job.retries += 1
+            if job.retries > MAX_RETRIES:
+                raise WriteFailed(f"{self.describe()}: {exc}")
+            self._recover(shared, exc)
+
+    def _put_back(self, job: _Job) -> None:
+        """A batch not written goes back in front of what was recorded meanwhile."""
+        batch = job.batch
+        for domain, entries in self._pending.items():
+            batch.setdefault(domain, []).extend(entries)
+        self._pending = batch
+        self._n_pending += job.n
+
+    def _settle(self) -> None:
+        """Wait for the batch in flight (and its retries) to be written or put back."""
+        while (job := self._job) is not None:
+            job.done.wait()
+            self._finish(job, chain=False)
 
     def _write_failed(self, exc: StoreError) -> None:
         self.errors += 1
@@ -935,7 +1226,7 @@ class LmdbStore(DomainStore):
         if not self._outage:
             self._outage = True
             logger.warning(
-                "domainstate: writing to %s failed: %s. Outcomes stay buffered (%d now, at most %d); "
+                "scrapy-domainstate: writing to %s failed: %s. Outcomes stay buffered (%d now, at most %d); "
                 "retrying after %.1f s, then less and less often (up to every %.0f s)",
                 self.describe(),
                 str(exc).rstrip("."),
@@ -946,7 +1237,7 @@ class LmdbStore(DomainStore):
                 exc_info=exc,
             )
         else:
-            logger.debug("domainstate: %s still failing: %s", self.describe(), exc)
+            logger.debug("scrapy-domainstate: %s still failing: %s", self.describe(), exc)
 
     def _flush_now(self, budgeted: bool = False) -> int:
         if self._url_pending and not self._pending:
@@ -995,57 +1286,71 @@ class LmdbStore(DomainStore):
                 txn.put(key, _F64.pack(until), db=sh.urls)
 
     def _write_batch(self, batch: dict[str, list[RecentEntry]]) -> dict[str, DomainStat]:
-        view = self._view
-        known_records = self._known
-        urls = dict(self._url_pending)
+        job = self._prepare_batch(batch, 0)
+        job.result = self._write(lambda txn, sh: self._batch_work(txn, sh, job))
+        return self._batch_done(job)
+
+    def _prepare_batch(self, batch: dict[str, list[RecentEntry]], n: int) -> _Job:
+        """What a write of ``batch`` reads of this process's state, copied (on the thread that
+        records): the transaction may then run on the writer thread while outcomes keep coming."""
+        view, known = self._view, self._known
+        views = {domain: view[domain] for domain in batch if domain in view}
+        knowns = {domain: k for domain in batch if (k := known.get(domain)) is not None}
+        return _Job(batch, n, views, knowns, dict(self._url_pending))
+
+    def _batch_work(self, txn: Any, sh: _Shared, job: _Job) -> tuple[dict[str, DomainStat], int]:
+        """The write transaction of a batch (may run on the writer thread, more than once):
+        reads only ``job`` and the transaction, changes nothing but ``job`` and counters."""
+        batch, view, known_records = job.batch, job.views, job.knowns
+        corrupt, written = job.corrupt, job.written
+        corrupt.clear()
+        written.clear()
         # In key order: neighbouring records share B-tree pages, so a batch touches (and
         # copies on write) fewer pages than in arrival order.
         keyed = sorted((key, domain) for domain in batch if (key := self._key(domain)) is not None)
-        # The writer's clock: records stamped well past its newest outcome are clamped to its
-        # oldest one (as old as this batch, so that the domains it learns sort after them).
-        times = [e.at for entries in batch.values() for e in entries]
-        now = (min(times), max(times)) if times else None
-        corrupt: list[tuple[str, RecordError]] = []
-        written: list[tuple[str, bytes, DomainStat, bytes, Layout | None]] = []
-
-        def work(txn: Any, sh: _Shared) -> tuple[dict[str, DomainStat], int]:
-            corrupt.clear()
-            written.clear()
-            records = sh.records
-            out: dict[str, DomainStat] = {}
-            lru_moves: list[tuple[bytes | None, bytes]] = []
-            for key, domain in keyed:
-                raw = txn.get(key, db=records)
-                known = known_records.get(domain)
-                if known is not None and known[0] == raw and domain in view and (raw is None or known[2]):
-                    # Nobody wrote this record since this process read it: the
-                    # entries re-applied to it give exactly this process's view.
-                    new, old_lru, old, layout = view[domain], known[2], known[1], known[3]
-                else:
-                    new, old, old_lru, layout = self._reapply(domain, key, raw, batch[domain], corrupt)
-                try:
-                    data, new_layout = self._encode_over(new, raw, old, layout)
-                except RecordError as exc:  # a time no record can hold: drop this domain's outcomes
-                    corrupt.append((domain, exc))
-                    continue
-                txn.put(key, data, db=records)
-                new_lru = _lru_key(new.last_seen, key)
-                if old_lru != new_lru:
-                    lru_moves.append((old_lru, new_lru))
-                out[domain] = new
-                written.append((domain, data, new, new_lru, new_layout))
+        records = sh.records
+        out: dict[str, DomainStat] = {}
+        lru_moves: list[tuple[bytes | None, bytes]] = []
+        for key, domain in keyed:
+            raw = txn.get(key, db=records)
+            known = known_records.get(domain)
+            if known is not None and known[0] == raw and domain in view and (raw is None or known[2]):
+                # Nobody wrote this record since this process read it: the
+                # entries re-applied to it give exactly this process's view.
+                new, old_lru, old, layout = view[domain], known[2], known[1], known[3]
+            else:
+                new, old, old_lru, layout = self._reapply(domain, key, raw, batch[domain], corrupt)
+            try:
+                data, new_layout = self._encode_over(new, raw, old, layout)
+            except RecordError as exc:  # a time no record can hold: drop this domain's outcomes
+                corrupt.append((domain, exc))
+                continue
+            txn.put(key, data, db=records)
+            new_lru = _lru_key(new.last_seen, key)
+            if old_lru != new_lru:
+                lru_moves.append((old_lru, new_lru))
+            out[domain] = new
+            written.append((domain, data, new, new_lru, new_layout))
+        evicted = 0
+        if batch:
             self._move_lru(txn, sh, lru_moves)
-            evicted = self._evict(txn, sh, now)
-            self._put_urls(txn, sh, urls)
-            return out, evicted
+            # The writer's clock: records stamped well past its newest outcome are clamped to
+            # its oldest one (as old as this batch, so that the domains it learns sort after them).
+            times = [e.at for entries in batch.values() for e in entries]
+            evicted = self._evict(txn, sh, (min(times), max(times)) if times else None)
+        self._put_urls(txn, sh, job.urls)
+        return out, evicted
 
-        out, evicted = self._write(work)
+    def _batch_done(self, job: _Job) -> dict[str, DomainStat]:
+        """After the batch's transaction committed: what this process now knows is stored."""
+        assert job.result is not None
+        out, evicted = job.result
         self.evicted += evicted
-        for domain, exc in corrupt:
+        for domain, exc in job.corrupt:
             self._note_corrupt(domain, exc)
-        for domain, data, new, new_lru, new_layout in written:
+        for domain, data, new, new_lru, new_layout in job.written:
             self._remember(domain, data, new, new_lru, new_layout)
-        self._forget_written_urls(urls)
+        self._forget_written_urls(job.urls)
         return out
 
     def _reapply(
@@ -1179,7 +1484,7 @@ class LmdbStore(DomainStore):
     def _rebuild_index(self, txn: Any, sh: _Shared) -> bool:
         """Rewrite the LRU index from the records (corrupt ones sort first). ``False`` when
         there is nothing to index."""
-        logger.warning("domainstate: rebuilding the LRU index of %s (it was damaged or incomplete)", self.describe())
+        logger.warning("scrapy-domainstate: rebuilding the LRU index of %s (it was damaged or incomplete)", self.describe())
         txn.drop(sh.lru, delete=False)
         cur = txn.cursor(db=sh.records)
         any_record = False
@@ -1209,6 +1514,7 @@ class LmdbStore(DomainStore):
 
         self.evicted += self._write(work)
         self._known.pop(stat.domain, None)
+        self._decided.pop(stat.domain, None)
 
     def put_many(self, stats: Iterable[DomainStat], batch: int | None = None) -> int:
         """Overwrite many records, ``batch`` per transaction (default: all in one, so an
@@ -1219,6 +1525,7 @@ class LmdbStore(DomainStore):
         """
         n = 0
         chunk: list[tuple[bytes, DomainStat]] = []
+        self._decided.clear()
 
         def work(txn: Any, sh: _Shared) -> int:
             for key, stat in chunk:
@@ -1271,6 +1578,7 @@ class LmdbStore(DomainStore):
             return bool(txn.delete(key, db=sh.records))
 
         self._known.pop(domain, None)
+        self._decided.pop(domain, None)
         return self._write(work)
 
     def _clear(self) -> int:
@@ -1282,6 +1590,7 @@ class LmdbStore(DomainStore):
 
         self._url_pending.clear()
         self._known.clear()
+        self._decided.clear()
         return self._write(work)
 
     # -------------------------------------------------------- maintenance
@@ -1289,6 +1598,7 @@ class LmdbStore(DomainStore):
     def sweep(self, now: float) -> int:
         """Drop expired records (in batches of CHUNK per transaction) and expired URL marks."""
         self.flush()
+        self._decided.clear()
         removed = 0
         for items in self._scan("records"):
             candidates = []

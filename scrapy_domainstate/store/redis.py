@@ -610,7 +610,9 @@ class RedisStore(DomainStore):
 
     def _outage_begins(self, kind: str, what: str, exc: BaseException | None) -> None:
         if self._outage is not None:
-            logger.debug("scrapy-domainstate: Redis store still failing (%s): %s", what, _reason(exc) if exc else "slow")
+            logger.debug(
+                "scrapy-domainstate: Redis store still failing (%s): %s", what, _reason(exc) if exc else "slow"
+            )
             return
         self._outage = kind
         describe, buffered, wait = self.describe(), self._n_pending, self.breaker_seconds
