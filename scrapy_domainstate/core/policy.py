@@ -193,10 +193,10 @@ class Policy:
             first_seen=now,
             last_seen=now,
             state_changed_at=now,
-            state_expires_at=self._expiry(State.UNKNOWN, now),
+            state_expires_at=self.expiry(State.UNKNOWN, now),
         )
 
-    def _expiry(self, state: State, now: float) -> float | None:
+    def expiry(self, state: State, now: float) -> float | None:
         ttl = self._ttl[state]
         return None if ttl is None else now + ttl
 
@@ -265,7 +265,7 @@ class Policy:
             renewal = new_state is stat.state
             stat.state = new_state
             stat.state_changed_at = at
-            stat.state_expires_at = self._expiry(new_state, at)
+            stat.state_expires_at = self.expiry(new_state, at)
             if not renewal or self.config.renewal_clears_recent:
                 stat.recent = []
             stat.probed_at = 0.0
@@ -275,7 +275,7 @@ class Policy:
         stat = stat.copy()
         stat.state = state
         stat.state_changed_at = now
-        stat.state_expires_at = self._expiry(state, now) if ttl == -1.0 else (None if ttl is None else now + ttl)
+        stat.state_expires_at = self.expiry(state, now) if ttl == -1.0 else (None if ttl is None else now + ttl)
         stat.probed_at = 0.0
         if state is State.UNKNOWN:
             # Back to re-evaluation, like an expiry: old streaks must not carry over
@@ -377,7 +377,7 @@ class Policy:
                 return new, self._transition(domain, start_state, new, now, why)
             if target is State.ANTIBOT_SOFT:
                 # Sliding TTL: every new antibot signal restarts it.
-                new.state_expires_at = self._expiry(target, now)
+                new.state_expires_at = self.expiry(target, now)
         return new, None if start_state is new.state else Transition(domain, start_state, new.state, now, "expired")
 
     def _enter(self, new: DomainStat, target: State, why: str, now: float) -> str:
@@ -393,7 +393,7 @@ class Policy:
             new.state_expires_at, held = self._dead_expiry(new, now)
             why = f"{why}; {held}"
         else:
-            new.state_expires_at = self._expiry(target, now)
+            new.state_expires_at = self.expiry(target, now)
         if target is State.UNKNOWN:
             new.probed_at = 0.0
         return why

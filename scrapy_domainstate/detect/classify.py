@@ -1173,10 +1173,12 @@ class Classifier:
     def response(self, status: int, headers: Any, body: bytes, url: str, is_root: bool) -> Verdict:
         """Classify a downloaded response (:meth:`_response`), the user's rules first."""
         if self.rules is None:
-            return self._response(status, headers, body, url, is_root)
-        verdict = self._ruled(status, headers, body, url, lambda: self._response(status, headers, body, url, is_root))
+            return self.builtin_response(status, headers, body, url, is_root)
+        verdict = self._ruled(
+            status, headers, body, url, lambda: self.builtin_response(status, headers, body, url, is_root)
+        )
         if verdict is None:  # an anti-bot verdict excused: what the page is besides
-            return self._response(status, headers, body, url, is_root, antibot=False)
+            return self.builtin_response(status, headers, body, url, is_root, antibot=False)
         return verdict
 
     # ---------------------------------------------------------- the user's rules
@@ -1204,10 +1206,11 @@ class Classifier:
             return None
         return verdict
 
-    def _response(
+    def builtin_response(
         self, status: int, headers: Any, body: bytes, url: str, is_root: bool, antibot: bool = True
     ) -> Verdict:
-        """Classify a downloaded response (plain fetch or browser).
+        """The built-in classifier's verdict on a downloaded response (plain fetch or browser),
+        without the user's own rules (:meth:`response` consults them around it).
 
         Order: anti-bot first; then 404/410 (``dead`` on the site root, ``http-error`` with
         ``'http:404'`` elsewhere: the caller marks that URL dead); 403/503 without markers

@@ -634,7 +634,10 @@ class LmdbStore(DomainStore):
                 except StoreError as exc:
                     lost = self._n_pending + len(self._url_pending)
                     logger.error(
-                        "scrapy-domainstate: closing %s with %d buffered outcomes not written: %s", self.describe(), lost, exc
+                        "scrapy-domainstate: closing %s with %d buffered outcomes not written: %s",
+                        self.describe(),
+                        lost,
+                        exc,
                     )
                     raise StoreError(f"{exc} ({lost} buffered outcomes were not written)") from exc
         finally:
@@ -885,7 +888,7 @@ class LmdbStore(DomainStore):
             return self._decide_slow(domain, now)
         policy = self.policy
         if raw is None:
-            return policy.decide(None, now), State.UNKNOWN, policy._expiry(State.UNKNOWN, now)
+            return policy.decide(None, now), State.UNKNOWN, policy.expiry(State.UNKNOWN, now)
         try:
             state, expires, changed_at, probed_at, browser = decode_decision(raw)
         except RecordError:
@@ -912,7 +915,7 @@ class LmdbStore(DomainStore):
         key = domain.encode("utf-8")
         raw = self._read(lambda txn, sh: txn.get(key, db=sh.records))
         if raw is None:
-            return self.policy.decide(None, now), State.UNKNOWN, self.policy._expiry(State.UNKNOWN, now)
+            return self.policy.decide(None, now), State.UNKNOWN, self.policy.expiry(State.UNKNOWN, now)
         return super().decide(domain, now)
 
     def count(self) -> int:
@@ -1484,7 +1487,9 @@ class LmdbStore(DomainStore):
     def _rebuild_index(self, txn: Any, sh: _Shared) -> bool:
         """Rewrite the LRU index from the records (corrupt ones sort first). ``False`` when
         there is nothing to index."""
-        logger.warning("scrapy-domainstate: rebuilding the LRU index of %s (it was damaged or incomplete)", self.describe())
+        logger.warning(
+            "scrapy-domainstate: rebuilding the LRU index of %s (it was damaged or incomplete)", self.describe()
+        )
         txn.drop(sh.lru, delete=False)
         cur = txn.cursor(db=sh.records)
         any_record = False

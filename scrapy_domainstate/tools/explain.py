@@ -416,7 +416,7 @@ def response_lines(classifier: Classifier, url: str, status: int, headers: Any, 
     dropped = False
     if rules is not None and verdict.outcome is not Outcome.ANTIBOT:
         # What the built-in rules alone would say, and which of the user's rules dropped it.
-        builtin = classifier._response(status, headers, body, url, is_root)
+        builtin = classifier.builtin_response(status, headers, body, url, is_root)
         if builtin.outcome is Outcome.ANTIBOT:
             seen = Seen(url, int(status), hdrs, bytes(body), rules.scan_bytes)
             ruling = rules.first(seen)

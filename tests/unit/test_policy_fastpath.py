@@ -46,7 +46,7 @@ def reference_observe(
             why = policy._enter(new, target, why, now)
             return new, policy._transition(domain, start_state, new, now, why)
         if target is State.ANTIBOT_SOFT:
-            new.state_expires_at = policy._expiry(target, now)
+            new.state_expires_at = policy.expiry(target, now)
     return new, policy._transition(domain, start_state, new, now, "expired")
 
 
