@@ -36,7 +36,8 @@ import redis
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision
-from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, encode
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.store.codec import encode
 from scrapy_domainstate.store.redis import RedisStore
 from scrapy_domainstate.testing.redis_server import RedisServer
 

@@ -60,7 +60,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Policy
-from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, encode
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry
+from scrapy_domainstate.store.codec import encode
 from scrapy_domainstate.store.lmdb import LmdbStore
 
 T0 = 1_700_000_000.0

@@ -21,7 +21,8 @@ from typing import Any
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision, Policy, Transition
-from scrapy_domainstate.core.record import DomainStat, RecentEntry, RecordError, State
+from scrapy_domainstate.core.record import DomainStat, RecentEntry, State
+from scrapy_domainstate.store.codec import RecordError
 
 __all__ = ["DomainStore", "StoreError"]
 

@@ -3,7 +3,7 @@
 Layout: one environment (a directory) with three named databases:
 
 ``records``
-    domain key (UTF-8) -> :func:`~scrapy_domainstate.core.record.encode` d record.
+    domain key (UTF-8) -> :func:`~scrapy_domainstate.store.codec.encode` d record.
 ``lru``
     8-byte big-endian ``last_seen`` in microseconds + domain key -> ``b""``. Keys
     sort by ``last_seen``, so evicting the least recently seen domains is a cursor
@@ -61,12 +61,12 @@ from scrapy_domainstate.core.breaker import CircuitBreaker
 from scrapy_domainstate.core.clock import FUTURE_MARGIN
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision, Policy, Transition
-from scrapy_domainstate.core.record import (
-    DomainStat,
+from scrapy_domainstate.core.record import DomainStat, RecentEntry, State
+from scrapy_domainstate.store import _lmdbcheck
+from scrapy_domainstate.store.base import DomainStore, StoreError, apply_entries
+from scrapy_domainstate.store.codec import (
     Layout,
-    RecentEntry,
     RecordError,
-    State,
     decode,
     decode_decision,
     decode_header,
@@ -76,8 +76,6 @@ from scrapy_domainstate.core.record import (
     kept_entries,
     layout_of,
 )
-from scrapy_domainstate.store import _lmdbcheck
-from scrapy_domainstate.store.base import DomainStore, StoreError, apply_entries
 
 __all__ = ["LmdbStore"]
 

@@ -111,9 +111,10 @@ from scrapy_domainstate.core.breaker import CircuitBreaker
 from scrapy_domainstate.core.clock import FUTURE_MARGIN
 from scrapy_domainstate.core.config import Config, ConfigError
 from scrapy_domainstate.core.policy import EXPIRES_TO, Decision, Policy, Transition
-from scrapy_domainstate.core.record import DomainStat, RecentEntry, RecordError, State, decode, decode_decision, encode
+from scrapy_domainstate.core.record import DomainStat, RecentEntry, State
 from scrapy_domainstate.store._readcache import ReadCache
 from scrapy_domainstate.store.base import DomainStore, StoreError, apply_entries
+from scrapy_domainstate.store.codec import RecordError, decode, decode_decision, encode
 
 __all__ = ["RedisStore", "mask_url"]
 

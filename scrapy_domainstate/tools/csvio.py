@@ -39,7 +39,8 @@ from scrapy_domainstate.core.keys import (
     purpose_key,
     purpose_of_key,
 )
-from scrapy_domainstate.core.record import _U32, MAX_TIME, DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.store.codec import MAX_TIME, U32_MAX
 
 __all__ = [
     "COLUMNS",
@@ -188,8 +189,8 @@ def _int_cell(name: str, text: str) -> int:
         value = int(text.strip())
     except ValueError:
         raise _Bad(f"{name} must be a whole number, got {text[:40]!r}") from None
-    if not 0 <= value <= _U32:
-        raise _Bad(f"{name} must be between 0 and {_U32}, got {text.strip()[:40]}")
+    if not 0 <= value <= U32_MAX:
+        raise _Bad(f"{name} must be between 0 and {U32_MAX}, got {text.strip()[:40]}")
     return value
 
 
@@ -225,7 +226,7 @@ def _entry_at(where: str, value: Any, first_seen: float | None) -> float:
         # On the record's grid (whole seconds after first_seen), as the store keeps it:
         # an exported time (whole seconds) reads back as the entry it was.
         offset = round(at - first_seen)
-        if not 0 <= offset <= _U32:
+        if not 0 <= offset <= U32_MAX:
             raise _Bad(f"{where}.at ({at!r}) must lie between first_seen ({first_seen!r}) and 136 years after it")
         at = first_seen + offset
     return at

@@ -1,7 +1,7 @@
 """The hot-path shortcuts give exactly what the plain code gives.
 
-- :func:`~scrapy_domainstate.core.record.encode_spliced` (a record's kept entries copied
-  from its stored bytes) is byte for byte :func:`~scrapy_domainstate.core.record.encode`;
+- :func:`~scrapy_domainstate.store.codec.encode_spliced` (a record's kept entries copied
+  from its stored bytes) is byte for byte :func:`~scrapy_domainstate.store.codec.encode`;
 - the LMDB store, which splices and writes in key order, stores the same bytes as a
   plain encode of what the policy computes.
 """
@@ -15,18 +15,9 @@ from hypothesis import strategies as st
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Policy
-from scrapy_domainstate.core.record import (
-    DomainStat,
-    Method,
-    Outcome,
-    RecentEntry,
-    State,
-    decode,
-    encode,
-    encode_spliced,
-    kept_entries,
-)
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store.base import apply_entries
+from scrapy_domainstate.store.codec import decode, encode, encode_spliced, kept_entries
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import T0
 

@@ -23,7 +23,8 @@ import pytest
 import pytest_twisted
 
 from scrapy_domainstate.core.config import Config
-from scrapy_domainstate.core.record import Method, Outcome, RecentEntry, State, encode
+from scrapy_domainstate.core.record import Method, Outcome, RecentEntry, State
+from scrapy_domainstate.store.codec import encode
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import ROOT, T0
 

@@ -23,9 +23,10 @@ import pytest
 from scrapy_domainstate.core.clock import DAY
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision
-from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store import lmdb as lmdb_store
 from scrapy_domainstate.store.base import StoreError
+from scrapy_domainstate.store.codec import decode, encode
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import T0
 

@@ -17,9 +17,10 @@ import pytest
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Policy
-from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, encode
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry
 from scrapy_domainstate.store import lmdb as lmdb_store
 from scrapy_domainstate.store.base import apply_entries
+from scrapy_domainstate.store.codec import encode
 from scrapy_domainstate.store.lmdb import LmdbStore
 from tests import T0
 

@@ -19,8 +19,9 @@ redis = pytest.importorskip("redis")
 
 from scrapy_domainstate.core.config import Config, ConfigError  # noqa: E402
 from scrapy_domainstate.core.policy import Decision  # noqa: E402
-from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, encode  # noqa: E402
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State  # noqa: E402
 from scrapy_domainstate.store import StoreError  # noqa: E402
+from scrapy_domainstate.store.codec import encode  # noqa: E402
 from scrapy_domainstate.store.redis import RedisStore  # noqa: E402
 from scrapy_domainstate.testing.delay_proxy import DelayProxy  # noqa: E402
 from scrapy_domainstate.testing.redis_server import RedisServer, redis_store_factory, require_redis_server  # noqa: E402

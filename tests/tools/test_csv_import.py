@@ -23,8 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_domainstate.core.config import DAY, DEFAULT_TTL, Config
-from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State, decode, encode
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store import StoreError
+from scrapy_domainstate.store.codec import decode, encode
 from scrapy_domainstate.store.lmdb import LmdbStore
 from scrapy_domainstate.store.memory import MemoryStore
 from scrapy_domainstate.tools.commands.domainstate._import import Spool, check, write

@@ -11,7 +11,8 @@ import pytest
 
 from scrapy_domainstate.core.keys import host_fact_key
 from scrapy_domainstate.core.policy import SHELL_RENDER, Decision, Policy
-from scrapy_domainstate.core.record import DomainStat, Method, RecentEntry, State, decode, decode_decision, encode
+from scrapy_domainstate.core.record import DomainStat, Method, RecentEntry, State
+from scrapy_domainstate.store.codec import decode, decode_decision, encode
 from tests.unit.test_policy import (
     ANTIBOT,
     BLOCK,

@@ -13,19 +13,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from scrapy_domainstate.core.record import (
-    MAX_TIME,
-    VERSION,
-    DomainStat,
-    Method,
-    Outcome,
-    RecentEntry,
-    RecordError,
-    State,
-    decode,
-    decode_header,
-    encode,
-)
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
+from scrapy_domainstate.store.codec import MAX_TIME, VERSION, RecordError, decode, decode_header, encode
 from tests import T0
 
 U32 = 0xFFFFFFFF

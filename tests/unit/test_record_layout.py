@@ -1,10 +1,10 @@
 """The spliced encoding from a kept layout gives exactly what the plain encoding gives.
 
-:func:`~scrapy_domainstate.core.record.encode_on` packs only the header and the new entries of
+:func:`~scrapy_domainstate.store.codec.encode_on` packs only the header and the new entries of
 a record, on the :data:`~scrapy_domainstate.core.record.Layout` of the bytes it extends (taken
-by :func:`~scrapy_domainstate.core.record.decode_with_layout` or returned by the previous
+by :func:`~scrapy_domainstate.store.codec.decode_with_layout` or returned by the previous
 ``encode_on``); chained over many batches it must stay byte for byte
-:func:`~scrapy_domainstate.core.record.encode`, and the layout it returns must be the layout
+:func:`~scrapy_domainstate.store.codec.encode`, and the layout it returns must be the layout
 of the bytes it returns.
 """
 
@@ -15,20 +15,9 @@ from hypothesis import strategies as st
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Policy
-from scrapy_domainstate.core.record import (
-    DomainStat,
-    Method,
-    Outcome,
-    RecentEntry,
-    State,
-    decode,
-    decode_with_layout,
-    encode,
-    encode_on,
-    kept_entries,
-    layout_of,
-)
+from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.store.base import apply_entries
+from scrapy_domainstate.store.codec import decode, decode_with_layout, encode, encode_on, kept_entries, layout_of
 from tests import T0
 
 ERRORS = [None, None, None, "timeout", "http:503", "dns", "challenge:cloudflare:title", "block:x", "é" * 10]

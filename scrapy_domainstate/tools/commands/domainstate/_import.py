@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from scrapy_domainstate.core.config import Config
-from scrapy_domainstate.core.record import DomainStat, decode, encode
+from scrapy_domainstate.core.record import DomainStat
 from scrapy_domainstate.store import DomainStore, StoreError
+from scrapy_domainstate.store.codec import decode, encode
 from scrapy_domainstate.tools.commands.domainstate._output import Failure, Progress
 from scrapy_domainstate.tools.commands.domainstate._store import batches
 from scrapy_domainstate.tools.csvio import RowError, iter_csv
