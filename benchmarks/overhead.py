@@ -395,10 +395,12 @@ CLOSE_POINTS = ("scrapy_domainstate.runtime.lifecycle:DomainStateManager.close",
 
 #: The per-stage table: (label, depth, candidate targets; the first that exists is timed).
 _M = "scrapy_domainstate.runtime.lifecycle"
+_REQ = "scrapy_domainstate.runtime.requests"
+_OUT = "scrapy_domainstate.runtime.outcomes"
 _MW = "scrapy_domainstate.middleware"
 STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("decision (process_request)", 0, (f"{_MW}:DomainStateMiddleware.process_request",)),
-    ("domain key", 1, (f"{_M}:request_keys", f"{_M}:DomainStateManager.key", f"{_M}:domain_key")),
+    ("domain key", 1, (f"{_REQ}:request_keys", f"{_M}:DomainStateManager.key", f"{_REQ}:domain_key")),
     ("request facts", 1, (f"{_M}:DomainStateManager._flags",)),
     ("store.decide", 1, ("scrapy_domainstate.store.lmdb:LmdbStore.decide",)),
     ("routing", 1, ("scrapy_domainstate.core.routing:route_of", "scrapy_domainstate.core.routing:route")),
@@ -406,10 +408,10 @@ STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("browser-route checks (all calls)", 1, ("scrapy_domainstate.runtime.browser:BrowserRoute.reaches",)),
     ("after the response (process_response)", 0, (f"{_MW}:DomainStateMiddleware.process_response",)),
     ("response facts", 1, (f"{_M}:DomainStateManager._evidence_facts",)),
-    ("is_site_root", 2, (f"{_M}:is_site_root",)),
+    ("is_site_root", 2, (f"{_OUT}:is_site_root",)),
     ("classification (all calls)", 1, ("scrapy_domainstate.detect.classify:Classifier.response",)),
     ("browser-render verdict", 1, ("scrapy_domainstate.detect.evidence:rendered_verdict",)),
-    ("judging the evidence", 1, (f"{_M}:_judge", "scrapy_domainstate.detect.evidence:judge_response")),
+    ("judging the evidence", 1, (f"{_OUT}:_judge", "scrapy_domainstate.detect.evidence:judge_response")),
     ("contact scan", 1, ("scrapy_domainstate.runtime.sources:has_contact",)),
     ("record (manager)", 1, (f"{_M}:DomainStateManager.record",)),
     ("store.record", 2, ("scrapy_domainstate.store.lmdb:LmdbStore.record",)),

@@ -53,8 +53,8 @@ LABELS = {"tiny": "0.7 KB pages", "real": "50 KB pages"}
 #: the store's flush and the writer's callback.
 HOOKS = (
     *overhead.ENTRY_POINTS[:-2],
-    "scrapy_domainstate.runtime.manager:DomainStateManager.response_downloaded",
-    "scrapy_domainstate.runtime.manager:DomainStateManager.flush",
+    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.response_downloaded",
+    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.flush",
     "scrapy_domainstate.store.lmdb:LmdbStore.flush",
     "scrapy_domainstate.store.lmdb:LmdbStore._finish",
 )
