@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests import ROOT
 
@@ -55,3 +58,25 @@ def test_the_overhead_benchmark_names_only_what_exists() -> None:
     targets = [*overhead.ENTRY_POINTS, *overhead.STARTUP_POINTS, *overhead.CLOSE_POINTS]
     targets += [t for _, _, candidates in overhead.STAGES for t in candidates]
     assert [t for t in targets if overhead._resolve(t) is None] == []
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_the_fleet_benchmark_measures_every_mode(tmp_path: Path) -> None:
+    """``redis_bench.py --fleet``, small: decide latency on loopback and behind 1 and 10 ms,
+    crawl throughput off / LMDB / Redis, and the cross-crawler verdict time (figures, not
+    targets: times on this machine are for the benchmark's own report)."""
+    from scrapy_domainstate.testing.redis_server import require_redis_server
+
+    require_redis_server()
+    cmd = [sys.executable, str(BENCH / "redis_bench.py"), "--fleet", "--hosts", "4", "--per-host", "5"]
+    cmd += ["--rounds", "1", "--trials", "2", "--json"]
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(done.stdout)
+    assert set(figures["decide"]) == {"loopback", "1 ms", "10 ms"}
+    assert all(v["decide_warm"]["p50"] > 0 and v["errors"] == 0 for v in figures["decide"].values())
+    modes = {"off", "lmdb", "redis loopback", "redis 1 ms", "redis 10 ms"}
+    assert set(figures["crawl_requests_per_s"]) == modes
+    assert all(rate > 0 for rate in figures["crawl_requests_per_s"].values())
+    assert set(figures["verdict"]) == {"loopback", "10 ms"}
