@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import pytest_twisted
 from twisted.internet import reactor, task, threads
-from twisted.internet.defer import ensureDeferred
+from twisted.internet.defer import Deferred, ensureDeferred
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision
@@ -51,6 +51,61 @@ def _keys_per_node(cluster: RedisClusterNodes) -> list[int]:
     return [int(node.command("DBSIZE")[1:]) for node in cluster.nodes]
 
 
+def _hosts_on_every_node(cluster: RedisClusterNodes, pattern: str, prefix: str, per_node: int) -> list[str]:
+    """Host names whose records land ``per_node`` on each node (the stopped node holds some)."""
+    import redis
+    from redis.crc import key_slot
+
+    port_of = {n.port: i for i, n in enumerate(cluster.nodes)}
+    ranges = [
+        (int(start), int(end), port_of[int(owner[1])])
+        for start, end, owner, *_ in redis.Redis(port=cluster.nodes[0].port).execute_command("CLUSTER SLOTS")
+    ]
+    chosen: dict[int, list[str]] = {i: [] for i in range(len(cluster.nodes))}
+    n = 0
+    while any(len(v) < per_node for v in chosen.values()):
+        name = pattern.format(n)
+        n += 1
+        slot = key_slot(f"{prefix}d:{{{name}}}".encode())
+        node = next(i for start, end, i in ranges if start <= slot <= end)
+        if len(chosen[node]) < per_node:
+            chosen[node].append(name)
+    return [name for names in chosen.values() for name in names]
+
+
+def _held_spider() -> type[Any]:
+    """A spider that sends ``held`` URLs, then waits for ``gate`` (the node back) before the
+    rest, so the crawl outlasts the outage by construction. It keeps its crawler, so the
+    test can watch the store while it crawls."""
+    from scrapy.utils.defer import maybe_deferred_to_future
+
+    from scrapy_domainstate.testing.crawl import RecordingSpider
+
+    class HeldSpider(RecordingSpider):
+        crawlers: list[Any] = []
+        gate: Any = None
+        held = 0
+
+        @classmethod
+        def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+            cls.crawlers.append(crawler)
+            return super().from_crawler(crawler, *args, **kwargs)
+
+        async def start(self) -> Any:
+            for url in self.urls[: self.held]:
+                yield self.make_request(url)
+            await maybe_deferred_to_future(self.gate)
+            for url in self.urls[self.held :]:
+                yield self.make_request(url)
+
+    return HeldSpider
+
+
+def _crawling(crawler: Any) -> bool:
+    manager = getattr(crawler, "domainstate", None)
+    return manager is not None and crawler.stats.get_value("response_received_count", 0) >= 8
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_node_restart_mid_crawl_loses_no_outcome(
     sites: Any, crawl_settings: dict[str, Any], cluster: RedisClusterNodes
@@ -58,9 +113,12 @@ async def test_a_node_restart_mid_crawl_loses_no_outcome(
     from scrapy_domainstate.testing.crawl import run_crawl
 
     prefix = "cl:"
-    hosts, per_host = 12, 15
+    per_host = 15
+    names = _hosts_on_every_node(cluster, "friendly-cl{}.test", prefix, per_node=4)
+    hosts = len(names)
     pages = ("/", "/page1", "/page2", "/contact")
-    urls = [sites.url(f"friendly-cl{h}.test", pages[i % len(pages)]) for h in range(hosts) for i in range(per_host)]
+    # every host in both halves: its outcomes are written before, during and after the outage
+    urls = [sites.url(name, pages[i % len(pages)]) for i in range(per_host) for name in names]
     settings = {
         **slow_redis.crawl_settings(Path(crawl_settings["DOMAINSTATE_LMDB_PATH"]), cluster.url),
         **{k: v for k, v in crawl_settings.items() if k != "LOG_LEVEL"},
@@ -75,28 +133,46 @@ async def test_a_node_restart_mid_crawl_loses_no_outcome(
         "CLOSESPIDER_TIMEOUT": 90,
     }
     restarted: dict[str, float] = {}
+    spider = _held_spider()
+    spider.gate, spider.held = Deferred(), len(urls) // 3
 
     async def restart_node() -> None:
-        await task.deferLater(reactor, 1.0, lambda: None)
+        # Stop the node once the crawl is under way, keep it down until the store has seen
+        # the outage (a write refused) and for at least 1.5 s, start it again, and only then
+        # let the spider send the rest of its URLs. Timed by what the crawl does, not by the
+        # clock: a loaded machine starts the crawl late.
+        deadline = time.monotonic() + 60
+        while not (spider.crawlers and _crawling(spider.crawlers[0])):
+            assert time.monotonic() < deadline, "the crawl never got going"
+            await task.deferLater(reactor, 0.05, lambda: None)
+        store = spider.crawlers[0].domainstate.store
         cluster.stop_node(1)
         restarted["stopped"] = time.monotonic()
-        await task.deferLater(reactor, 1.5, lambda: None)
+        while store.errors == 0 or time.monotonic() - restarted["stopped"] < 1.5:
+            if time.monotonic() > deadline:
+                break  # (the assertion on the stats below says what was missed)
+            await task.deferLater(reactor, 0.05, lambda: None)
         await threads.deferToThread(cluster.start_node, 1)  # (start and wait for cluster_state:ok)
         restarted["started"] = time.monotonic()
+        spider.gate.callback(None)
 
-    crawl = run_crawl(settings, urls)
+    crawl = run_crawl(settings, urls, spider)
     restart = ensureDeferred(restart_node())
-    result = await crawl
+    try:
+        result = await crawl
+    finally:
+        if not spider.gate.called:
+            spider.gate.callback(None)
+    finished = time.monotonic()
     await restart
     stats = result.stats
-    finished = time.monotonic()
-    assert "started" in restarted and finished > restarted["started"], "the crawl ended before the node came back"
+    assert restarted["started"] < finished, "the crawl ended before the node came back"
     assert len(result.responses) == len(urls)
     records = _records(cluster.url, prefix)
     # every response's outcome is in Redis, once: none lost while the node was down, none twice
     assert sum(stat.fetch_total for stat in records.values()) == len(urls), stats
     assert len(records) == hosts
-    assert all(n > 0 for n in _keys_per_node(cluster))  # the records are spread over the 3 nodes
+    assert all(n >= 4 for n in _keys_per_node(cluster))  # the records are spread over the 3 nodes
     assert stats.get("domainstate/store/errors", 0) >= 1  # the node's outage was seen (and survived)
     assert stats.get("domainstate/store/dropped", 0) == 0
 
