@@ -143,6 +143,15 @@ def _plain_passed(recent: list[RecentEntry]) -> bool:
     return any(e.method is Method.FETCH and e.outcome in _SUCCESS for e in recent)
 
 
+#: Visits a pause needs to confirm dead on a host that never answered (dead signals need 2).
+_PAUSE_CONFIRM_VISITS = 3
+
+
+def _paused(stat: DomainStat) -> bool:
+    """Whether the record's last entry is a host pause (its requests timed out in a row)."""
+    return bool(stat.recent) and (stat.recent[-1].error_class or "").startswith(PAUSED_PREFIX)
+
+
 def _count(stat: DomainStat, entry: RecentEntry) -> None:
     """Add one observation to the record's lifetime counters."""
     if entry.method is Method.FETCH:
@@ -415,18 +424,28 @@ class Policy:
             stat.browser_since = entry.at
 
     def _dead_expiry(self, stat: DomainStat, now: float) -> tuple[float | None, str]:
-        """Rule 4: one visit's dead signals hold the domain; a later visit confirms it."""
+        """Rule 4: one visit's dead signals hold the domain; a later visit confirms it.
+
+        A pause (the host's requests timed out in a row) is weaker: a timeout is not a dead
+        signal. On a host that has answered (a page, useful or empty) it is held for its visit
+        and never confirmed, since such a host is down part of the time, not gone; on a host
+        that never answered, pauses on :data:`_PAUSE_CONFIRM_VISITS` visits confirm it."""
         cfg = self.config
+        full = self._ttl[State.DEAD]
+        paused = _paused(stat)
+        if paused and stat.fetch_ok + stat.fetch_ok_empty + stat.tab_ok:
+            ttl = cfg.dead_hold if full is None else min(cfg.dead_hold, full)
+            return now + ttl, f"held {ttl:g} s (timeouts on a host that has answered: never confirmed)"
         if not stat.dead_visits or now - stat.dead_at >= cfg.dead_confirm_after:
             stat.dead_visits += 1
             stat.dead_at = now
-        full = self._ttl[State.DEAD]
-        if stat.dead_visits < 2:
+        need = _PAUSE_CONFIRM_VISITS if paused else 2
+        if stat.dead_visits < need:
             ttl = cfg.dead_hold if full is None else min(cfg.dead_hold, full)
             return now + ttl, f"held {ttl:g} s until a later visit confirms it"
         if full is None:
             return None, f"confirmed on visit {stat.dead_visits}"
-        ttl = min(full * 2.0 ** min(stat.dead_visits - 2, 64), max(cfg.dead_ttl_max, full))
+        ttl = min(full * 2.0 ** min(stat.dead_visits - need, 64), max(cfg.dead_ttl_max, full))
         return now + ttl, f"confirmed on visit {stat.dead_visits}, for {ttl:g} s"
 
     @staticmethod

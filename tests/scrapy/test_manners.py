@@ -176,16 +176,57 @@ async def test_a_host_that_times_out_is_paused_and_pauses_confirm_dead(
     assert states(settings, "slow.test")["slow.test"] is State.DEAD
     assert record_of(settings, "slow.test").dead_visits == 1
     await deferLater(reactor, 1.2, lambda: None)  # DOMAINSTATE_DEAD_HOLD = 1 s
-    # ... which tries the host again; paused again, dead is confirmed, as two dead visits are
+    # ... which tries the host again; paused again: still a hold (a timeout is not a dead
+    # signal, so pauses need three visits where dead signals need two) ...
     sites.reset_log()
     await run_crawl(settings, urls)
     assert 3 <= len(sites.requests("slow.test")) <= 4
     assert states(settings, "slow.test")["slow.test"] is State.DEAD
     assert record_of(settings, "slow.test").dead_visits == 2
+    await deferLater(reactor, 1.2, lambda: None)
+    # ... and a third visit paused again confirms dead: a host that never answered
     sites.reset_log()
-    third = await run_crawl(settings, urls)
+    await run_crawl(settings, urls)
+    assert 3 <= len(sites.requests("slow.test")) <= 4
+    assert record_of(settings, "slow.test").dead_visits == 3
+    sites.reset_log()
+    fourth = await run_crawl(settings, urls)
     assert sites.requests("slow.test") == []  # dead: skipped
-    assert third.stats.get("domainstate/skip/dead", 0) == len(urls)
+    assert fourth.stats.get("domainstate/skip/dead", 0) == len(urls)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_host_that_answered_is_held_on_its_down_visits_never_confirmed_dead(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    sites.pages = (*PAGES, *EXTRA_PAGES)
+    settings = {
+        **ds(crawl_settings),
+        "DOWNLOAD_TIMEOUT": 0.5,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "DOMAINSTATE_PAUSE_AFTER": 3,
+        "DOMAINSTATE_DEAD_CONFIRM_AFTER": 0,
+        "DOMAINSTATE_DEAD_HOLD": 1,
+    }
+    sites.set_kind("parttime.test", "friendly")
+    urls = [sites.url("parttime.test", page) for page in sites.pages]
+    await run_crawl(settings, urls[:1])  # up: it answers (one page: still unknown, not friendly)
+    assert record_of(settings, "parttime.test").fetch_ok == 1
+    sites.set_kind("parttime.test", "slow", delay=30)
+    for visit in (1, 2, 3):  # down on three visits in a row: each one held, none confirmed
+        await deferLater(reactor, 1.2, lambda: None)  # DOMAINSTATE_DEAD_HOLD = 1 s
+        sites.reset_log()
+        await run_crawl(settings, urls)
+        assert 3 <= len(sites.requests("parttime.test")) <= 4, visit  # tried, paused
+        stat = record_of(settings, "parttime.test")
+        assert (Outcome.DEAD, "paused:timeout") in [(e.outcome, e.error_class) for e in stat.recent], visit
+        assert stat.state is State.DEAD and stat.dead_visits == 0, visit
+    await deferLater(reactor, 1.2, lambda: None)
+    sites.set_kind("parttime.test", "friendly")
+    sites.reset_log()
+    back = await run_crawl(settings, urls)  # up again: the next visit finds every page
+    assert len(sites.requests("parttime.test")) == len(urls)
+    assert len(back.responses) == len(urls)
 
 
 @pytest_twisted.ensureDeferred

@@ -184,6 +184,41 @@ def test_rule4_dead_confirmed_across_visits(plan, ttls):
             assert s.decide() is Decision.SKIP
 
 
+#: A host pause as the runtime records it: its requests timed out N times in a row.
+PAUSE = [step(F, DEAD, "paused:timeout")]
+PAUSE_CHAIN = [
+    # a host that never answered: pauses on three visits confirm it dead (dead signals need two)
+    ("never-answered-confirmed-on-the-third", [(0, PAUSE), (DAY + 1, PAUSE), (DAY + 1, PAUSE)], [DAY, DAY, 30 * DAY]),
+    # a host that has answered is down part of the time: held for the visit, never confirmed
+    (
+        "useful-then-paused-held-each-visit",
+        [(0, ALIVE), (DAY + 1, PAUSE), (DAY + 1, PAUSE), (DAY + 1, PAUSE), (DAY + 1, PAUSE)],
+        [None, DAY, DAY, DAY, DAY],
+    ),
+    (
+        "empty-pages-count-as-answers",
+        [(0, [step(F, EMPTY)]), (DAY + 1, PAUSE), (DAY + 1, PAUSE), (DAY + 1, PAUSE)],
+        [None, DAY, DAY, DAY],
+    ),
+    ("useful-then-back", [(0, ALIVE), (DAY + 1, PAUSE), (DAY + 1, ALIVE)], [None, DAY, None]),
+    # real dead signals on a host that answered before are still confirmed on the second visit
+    ("useful-then-dns-confirmed", [(0, ALIVE), (DAY + 1, DNS2), (DAY + 1, DNS2)], [None, DAY, 30 * DAY]),
+]
+
+
+@pytest.mark.parametrize(("plan", "ttls"), [r[1:] for r in PAUSE_CHAIN], ids=[r[0] for r in PAUSE_CHAIN])
+def test_rule4_a_pause_confirms_dead_only_on_a_host_that_never_answered(plan, ttls):
+    s = sim()
+    for (gap, steps), ttl in zip(plan, ttls, strict=True):
+        s.advance(gap)
+        s.feed(steps)
+        if ttl is None:
+            assert s.state is not State.DEAD
+        else:
+            assert s.state is State.DEAD
+            assert s.stat.state_expires_at == pytest.approx(s.t + ttl)
+
+
 def test_rule4_hold_and_cap_settings():
     s = visits(cfg(dead_hold=3600, dead_ttl_max=40 * DAY), [(0, DNS2), (2 * HOUR, DNS2), (31 * DAY, DNS2)])
     assert s.stat.state_expires_at == s.t + 40 * DAY  # 60 d capped at 40
