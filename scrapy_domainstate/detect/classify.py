@@ -19,6 +19,10 @@ bytes (markers, cues, the longest word of each verification phrase, the first ``
 ``<script`` and ``<body``, and the contact scan's places): when it shows that no rule can fire,
 the answer comes from it without a lowercase copy or a visible-text pass; otherwise the full
 path runs (with the literals the pass found). Both engines give the same verdicts.
+
+The body methods take the body as bytes or as a :class:`~scrapy_domainstate.detect.scan.BodyScan`
+(made once per response by the runtime): the classifier reads its lowercased view, and leaves
+in it the contact places its pass found, for the contact scan that follows.
 """
 
 from __future__ import annotations
@@ -57,11 +61,11 @@ from scrapy_domainstate.detect.markers import (
     merge_markers,
 )
 from scrapy_domainstate.detect.scan import (
+    BodyScan,
     LiteralScanner,
     PatternScanner,
     Subset,
     extended_view,
-    lowered,
     pcre_literal,
     title_of,
     visible_text,
@@ -1107,18 +1111,26 @@ class Classifier:
             return out
         return normalize_headers(headers, self._header_names, self._header_prefixes)
 
-    def _prepare(self, hdrs: Mapping[str, str], body: Any) -> tuple[bytes | None, int]:
+    def _body_scan(self, body: Any) -> BodyScan:
+        """``body`` as a :class:`BodyScan` of ``body_scan_bytes`` (``body`` itself when it is one
+        of that limit)."""
+        if type(body) is BodyScan:
+            return body if body.limit == self.scan_bytes else BodyScan(body.body, self.scan_bytes)
+        return BodyScan(body, self.scan_bytes)
+
+    def _prepare(self, hdrs: Mapping[str, str], scan: BodyScan) -> tuple[bytes | None, int]:
         """The lowercased scan prefix (``None`` for binary bodies) and the body's length."""
+        body = scan.body
         try:
             size = len(body) if body else 0
         except TypeError:
             size = 0
-        low = lowered(body, self.scan_bytes)
+        low = scan.low
         if not low or _is_binary(hdrs.get("content-type", ""), low):
             return None, size
         return low, size
 
-    def antibot(self, status: int, headers: Any, body: bytes, url: str = "") -> Verdict | None:
+    def antibot(self, status: int, headers: Any, body: bytes | BodyScan, url: str = "") -> Verdict | None:
         """An ``antibot`` verdict, or ``None`` when nothing says challenge or block.
 
         Signals: status (429, LinkedIn's 999), vendor headers (``cf-mitigated``,
@@ -1128,15 +1140,16 @@ class Classifier:
         challenges (``'challenge:<vendor>:<marker>'``, browser-fixable). Binary bodies are
         never scanned. The user's rules apply (``url``, when known, for their domains).
         """
+        scan = self._body_scan(body)
         if self.rules is not None:
-            return self._ruled(status, headers, body, url, lambda: self._builtin_antibot(status, headers, body))
-        return self._builtin_antibot(status, headers, body)
+            return self._ruled(status, headers, scan, url, lambda: self._builtin_antibot(status, headers, scan))
+        return self._builtin_antibot(status, headers, scan)
 
-    def _builtin_antibot(self, status: int, headers: Any, body: bytes) -> Verdict | None:
+    def _builtin_antibot(self, status: int, headers: Any, scan: BodyScan) -> Verdict | None:
         try:
             hdrs = self._headers(headers)
-            low, size = self._prepare(hdrs, body)
-            return self._antibot(int(status), hdrs, low, size, body)
+            low, size = self._prepare(hdrs, scan)
+            return self._antibot(int(status), hdrs, low, size, scan.body)
         except Exception:  # a classifier never breaks a crawl
             return None
 
@@ -1146,7 +1159,9 @@ class Classifier:
         """Classify the answer to the HEAD probe (:meth:`_head`), the user's rules first."""
         if self.rules is None:
             return self._head(status, headers, url, is_root)
-        verdict = self._ruled(status, headers, b"", url, lambda: self._head(status, headers, url, is_root))
+        verdict = self._ruled(
+            status, headers, BodyScan(b"", self.scan_bytes), url, lambda: self._head(status, headers, url, is_root)
+        )
         if verdict is None:  # an anti-bot verdict excused: what the HEAD says besides
             return self._head(status, {}, url, is_root)
         return verdict
@@ -1170,21 +1185,22 @@ class Classifier:
             return Verdict(Outcome.DEAD, status, f"http:{status}")
         return Verdict(Outcome.NO_VERDICT, status)
 
-    def response(self, status: int, headers: Any, body: bytes, url: str, is_root: bool) -> Verdict:
-        """Classify a downloaded response (:meth:`_response`), the user's rules first."""
+    def response(self, status: int, headers: Any, body: bytes | BodyScan, url: str, is_root: bool) -> Verdict:
+        """Classify a downloaded response (:meth:`builtin_response`), the user's rules first."""
         if self.rules is None:
             return self.builtin_response(status, headers, body, url, is_root)
+        scan = self._body_scan(body)
         verdict = self._ruled(
-            status, headers, body, url, lambda: self.builtin_response(status, headers, body, url, is_root)
+            status, headers, scan, url, lambda: self.builtin_response(status, headers, scan, url, is_root)
         )
         if verdict is None:  # an anti-bot verdict excused: what the page is besides
-            return self.builtin_response(status, headers, body, url, is_root, antibot=False)
+            return self.builtin_response(status, headers, scan, url, is_root, antibot=False)
         return verdict
 
     # ---------------------------------------------------------- the user's rules
 
     def _ruled(
-        self, status: int, headers: Any, body: Any, url: str, builtin: Callable[[], Verdict | None]
+        self, status: int, headers: Any, scan: BodyScan, url: str, builtin: Callable[[], Verdict | None]
     ) -> Verdict | None:
         """The user's rules around ``builtin()`` (a built-in answer): the predicate and the wall
         rules first (their wall is the verdict), then ``builtin()``, whose anti-bot verdict a
@@ -1192,7 +1208,7 @@ class Classifier:
         rules = self.rules
         assert rules is not None
         try:
-            seen = rules.seen(url, status, normalize_headers(headers) if rules.wants_headers else {}, body)
+            seen = rules.seen(url, status, normalize_headers(headers) if rules.wants_headers else {}, scan.body, scan)
             ruling = rules.first(seen)
         except Exception:  # a classifier never breaks a crawl: the built-in rules decide
             return builtin()
@@ -1207,7 +1223,7 @@ class Classifier:
         return verdict
 
     def builtin_response(
-        self, status: int, headers: Any, body: bytes, url: str, is_root: bool, antibot: bool = True
+        self, status: int, headers: Any, body: bytes | BodyScan, url: str, is_root: bool, antibot: bool = True
     ) -> Verdict:
         """The built-in classifier's verdict on a downloaded response (plain fetch or browser),
         without the user's own rules (:meth:`response` consults them around it).
@@ -1224,23 +1240,24 @@ class Classifier:
         site root, whatever ``is_root`` says) of at most :data:`~scrapy_domainstate.detect.markers.PARKED_MAX_BYTES` that is a parking or for-sale
         page is ``parked`` with ``'parked:<service>'`` (never useful, never sent to a browser).
         """
+        scan = self._body_scan(body)
         try:
             status = int(status)
             hdrs = self._headers(headers)
             fast = self._fast is not None and antibot
-            facts, found = self._try_fast(status, hdrs, body) if fast else (None, None)
+            facts, found = self._try_fast(status, hdrs, scan) if fast else (None, None)
             if facts is not None:  # no marker and no cue: not an anti-bot answer
-                low, size, verdict = None, len(body), None
+                low, size, verdict = None, len(scan.body), None
             else:
-                low, size = self._prepare(hdrs, body)
-                verdict = self._antibot(status, hdrs, low, size, body, found if low is not None else None)
+                low, size = self._prepare(hdrs, scan)
+                verdict = self._antibot(status, hdrs, low, size, scan.body, found if low is not None else None)
                 verdict = verdict if antibot else None  # (excused by the user's rules)
         except Exception:  # never expected; "no evidence" rather than a crash or a wrong state
             return Verdict(Outcome.NO_VERDICT, None, "classify-error")
         if verdict is not None:
             return verdict
         if 200 <= status < 300 and (low is not None or facts is not None) and size <= PARKED_MAX_BYTES:
-            service = self._parked(hdrs, body, url, low, found)
+            service = self._parked(hdrs, scan, url, low, found)
             if service is not None:
                 return Verdict(Outcome.PARKED, status, f"parked:{service}")
         if status in (404, 410):
@@ -1252,7 +1269,7 @@ class Classifier:
             and (low or facts is not None)
             and size < JS_SHELL_MAX_BYTES
             and "html" in (hdrs.get("content-type") or "html").lower()
-            and (self._shell_fast(body, facts) if facts is not None else self._shell(low))
+            and (self._shell_fast(scan, facts) if facts is not None else self._shell(low))
         ):
             return Verdict(Outcome.OK_EMPTY, status, "js-shell", browser_fixable=True)
         verdict = _OK_EMPTY.get(status)
@@ -1263,7 +1280,7 @@ class Classifier:
         return verdict
 
     def _parked(
-        self, hdrs: Mapping[str, str], body: Any, url: str, low: bytes | None, found: set[bytes] | None
+        self, hdrs: Mapping[str, str], scan: BodyScan, url: str, low: bytes | None, found: set[bytes] | None
     ) -> str | None:
         """The parking service the home page ``url`` belongs to, or ``None`` (README, "Parked
         domains"). Pages off the site root are never called parked.
@@ -1272,6 +1289,7 @@ class Classifier:
         pages that hold a parking literal (or header) are read further: whether the URL is the
         site root, then one lowercase copy, the title, the visible text up to
         :data:`LANDER_MAX_TEXT`."""
+        body = scan.body
         try:
             if "html" not in (hdrs.get("content-type") or "html").lower():
                 return None
@@ -1284,13 +1302,13 @@ class Classifier:
             else:
                 if not is_site_root(url):
                     return None
-                low = lowered(body, self.scan_bytes) if low is None else low
+                low = scan.low if low is None else low
                 if not self._parking.may_fire(low, len(body)):
                     return None  # (saves the pure engine's scan on most pages)
                 hits = self.scanner.scan(low, self._parking_subset)
                 if not hits:
                     return None
-            low = lowered(body, self.scan_bytes) if low is None else low
+            low = scan.low if low is None else low
             return self._parking.service(low, hits, len(body))
         except Exception:  # a classifier never breaks a crawl
             return None
@@ -1300,9 +1318,10 @@ class Classifier:
         """A script-only shell: a ``<script`` and (almost) no visible text."""
         return low is not None and b"<script" in low and _visible_text_below(low, JS_SHELL_MIN_TEXT)
 
-    def _shell_fast(self, body: bytes, facts: _Facts) -> bool:
+    def _shell_fast(self, scan: BodyScan, facts: _Facts) -> bool:
         """:meth:`_shell` from the fast facts: ``_visible_text_below`` on a lowercased window
         from the first ``<body`` on, the whole view only when the window says "below"."""
+        body = scan.body
         if facts.script < 0:
             return False
         start = max(facts.body, 0)
@@ -1313,7 +1332,7 @@ class Classifier:
             # or tag may be cut short, which never adds text).
             if not _visible_text_below(body[start:end].lower(), JS_SHELL_MIN_TEXT):
                 return False
-            return _visible_text_below(lowered(body, self.scan_bytes), JS_SHELL_MIN_TEXT)
+            return _visible_text_below(scan.low, JS_SHELL_MIN_TEXT)
         return _visible_text_below(body[start:n].lower(), JS_SHELL_MIN_TEXT)
 
     def _fast_scanner(self, small: bool) -> PatternScanner:
@@ -1332,13 +1351,16 @@ class Classifier:
             self._fast[small] = scanner
         return scanner
 
-    def _try_fast(self, status: int, hdrs: Mapping[str, str], body: Any) -> tuple[_Facts | None, set[bytes] | None]:
+    def _try_fast(
+        self, status: int, hdrs: Mapping[str, str], scan: BodyScan
+    ) -> tuple[_Facts | None, set[bytes] | None]:
         # Error statuses (where walls answer, and whose pages are never scanned for contacts)
         # go the full way at once: the fast pass would mostly find a marker and decline.
+        body = scan.body
         if type(body) is not bytes or status >= 400:
             return None, None
         try:
-            return self._fast_facts(status, hdrs, body)
+            return self._fast_facts(status, hdrs, body, scan)
         except Exception:  # never expected (a pattern hyperscan refuses?): the full path, from now on
             self._fast = None
             return None, None
@@ -1360,9 +1382,9 @@ class Classifier:
             self._links = PatternScanner([(b"<a ", True)], max_matches=INTERSTITIAL_MAX_LINKS - 1)
         return self._links.scan(memoryview(body)[: self.scan_bytes]) is None
 
-    def _sort_matches(self, body: bytes, n: int, matches: list[tuple[int, int]]) -> tuple[set[bytes], list[int]]:
+    def _sort_matches(self, matches: list[tuple[int, int]], scan: BodyScan) -> tuple[set[bytes], list[int]]:
         """The literals found, the end of the first match of each probe (the last entry: of any
-        phrase word; ``-1``: none); the contact places go to :func:`contacts.share_places`."""
+        phrase word; ``-1``: none); the contact places go to ``scan.places``."""
         literals = self.scanner.literals
         count = len(literals)
         found: set[bytes] = set()
@@ -1382,7 +1404,7 @@ class Classifier:
             elif first[last] < 0:
                 first[last] = end
         if self.contact_places:
-            contacts.share_places(body, n, places)
+            scan.places = places
         return found, first
 
     def _fast_plans(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Plan, ...] | None:
@@ -1413,7 +1435,9 @@ class Classifier:
                 return False
         return len(plans) == 1 or self._many_links(body)
 
-    def _fast_facts(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[_Facts | None, set[bytes] | None]:
+    def _fast_facts(
+        self, status: int, hdrs: Mapping[str, str], body: bytes, scan: BodyScan
+    ) -> tuple[_Facts | None, set[bytes] | None]:
         """The facts the response checks need, when one pass over the raw bytes shows that no
         anti-bot rule can fire (``_antibot`` would answer ``None``); else ``None`` (the full path
         answers), with the literals the pass found in the whole body, if it ran (the full path
@@ -1426,7 +1450,7 @@ class Classifier:
         matches = self._fast_scanner(small).scan(body if n == len(body) else memoryview(body)[:n])
         if matches is None:
             return None, None
-        found, first = self._sort_matches(body, n, matches)
+        found, first = self._sort_matches(matches, scan)
         last = len(_FAST_PROBES)
         # Hyperscan's single-match mode may miss a match that ends the buffer: check there.
         tail = body[max(0, n - _PROBE_TAIL) : n].lower()

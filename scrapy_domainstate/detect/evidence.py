@@ -59,6 +59,7 @@ from scrapy_domainstate.core.policy import SHELL_RENDER
 from scrapy_domainstate.core.record import HARD_BLOCK_PREFIX, Method, Outcome
 from scrapy_domainstate.detect.classify import Classifier, Verdict
 from scrapy_domainstate.detect.markers import BUILTIN_MARKERS
+from scrapy_domainstate.detect.scan import BodyScan
 
 __all__ = [
     "CHALLENGE_STATUSES",
@@ -276,7 +277,7 @@ def head_view(verdict: Verdict) -> Verdict | None:
 
 
 def rendered_verdict(
-    classifier: Classifier, status: int, headers: Any, body: bytes, url: str, is_root: bool
+    classifier: Classifier, status: int, headers: Any, body: bytes | BodyScan, url: str, is_root: bool
 ) -> tuple[Verdict, bool]:
     """A browser render answered with a wall's status: did the browser get past it?
 
@@ -299,9 +300,10 @@ def rendered_verdict(
 
 
 def response_verdict(
-    classifier: Classifier, method: Method, status: int, headers: Any, body: bytes, url: str, is_root: bool
+    classifier: Classifier, method: Method, status: int, headers: Any, body: bytes | BodyScan, url: str, is_root: bool
 ) -> tuple[Verdict, bool]:
-    """The classifier's verdict for a response, and whether a browser passed a wall."""
+    """The classifier's verdict for a response, and whether a browser passed a wall (``body``:
+    the body, or the response's :class:`~scrapy_domainstate.detect.scan.BodyScan`)."""
     if method is Method.TAB and status in CHALLENGE_STATUSES:
         return rendered_verdict(classifier, status, headers, body, url, is_root)
     return classifier.response(status, headers, body, url, is_root), False
