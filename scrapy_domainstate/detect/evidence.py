@@ -1,7 +1,7 @@
 """What one answer means for a domain's record: the evidence rules, pure.
 
 No I/O, no clock, no Scrapy engine: every function takes plain facts (the method, the
-status, whether the URL is the site root, the classifier's :class:`~.classify.Verdict`, a
+status, whether the URL is the site root, the classifier's :class:`~scrapy_domainstate.detect.verdict.Verdict`, a
 few flags) and returns plain values. The downloader middleware's manager and the crawl
 economy simulator (``benchmarks/economy.py``) both call this module, so what a response
 means is written once.
@@ -57,9 +57,10 @@ from typing import Any
 
 from scrapy_domainstate.core.policy import SHELL_RENDER
 from scrapy_domainstate.core.record import HARD_BLOCK_PREFIX, Method, Outcome
-from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.classify import Classifier
 from scrapy_domainstate.detect.markers import BUILTIN_MARKERS
 from scrapy_domainstate.detect.scan import BodyScan
+from scrapy_domainstate.detect.verdict import Verdict
 
 __all__ = [
     "CHALLENGE_STATUSES",

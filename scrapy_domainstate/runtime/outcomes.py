@@ -19,8 +19,8 @@ from scrapy_domainstate.core.keys import host_fact_key, host_of, is_site_root, p
 from scrapy_domainstate.core.policy import Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.detect import evidence
-from scrapy_domainstate.detect.classify import Verdict
 from scrapy_domainstate.detect.scan import BodyScan
+from scrapy_domainstate.detect.verdict import Verdict
 from scrapy_domainstate.runtime.browser import is_launch_failure
 from scrapy_domainstate.runtime.manners import MannersFlow
 from scrapy_domainstate.runtime.meta import (
