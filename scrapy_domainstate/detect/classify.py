@@ -1,24 +1,27 @@
-"""Turn HTTP answers, download failures and TLS certificates into outcomes.
+"""Turn HTTP answers, download failures and TLS certificates into outcomes: the
+:class:`Classifier`, which composes the floor's parts.
 
-Pure: no Scrapy engine, no I/O, no clock (``now`` is passed in). The failure mapping
-imports Scrapy's and Twisted's exception classes lazily, so importing this module stays
-cheap. Every public method returns a :class:`Verdict` (or ``None``) and never raises.
+Pure: no Scrapy engine, no I/O, no clock (``now`` is passed in). Every public method returns
+a :class:`~scrapy_domainstate.detect.verdict.Verdict` (or ``None``) and never raises. Failures
+and certificates have their own modules (:mod:`~scrapy_domainstate.detect.failures`,
+:mod:`~scrapy_domainstate.detect.certs`); what is left here is the rules over a response.
 
 The anti-bot check (:meth:`Classifier.antibot`) runs before any success is counted:
 challenges also arrive as 2xx (AWS WAF answers a challenge with 202), and a challenge
 counted as ``ok-empty`` would make a site ``cold`` for months. It looks at the status, a
-few headers and the lowercased first ``DOMAINSTATE_BODY_SCAN_BYTES`` of the body (read
-further, scripts and styles skipped, when that prefix shows no content), in three layers:
-the vendor markers of :mod:`scrapy_domainstate.detect.markers` (hard blocks first), then the
-structure of an interstitial (little text, few links, and a verification phrase, a captcha
-widget or a lone challenge script), always soft. All literals come from one scan
+few headers (:mod:`~scrapy_domainstate.detect.headers`) and the lowercased first
+``DOMAINSTATE_BODY_SCAN_BYTES`` of the body (read further, scripts and styles skipped, when
+that prefix shows no content), in three layers: the vendor markers of
+:mod:`scrapy_domainstate.detect.markers` (compiled by :mod:`~scrapy_domainstate.detect.compiled`;
+hard blocks first), then the structure of an interstitial (:mod:`~scrapy_domainstate.detect.page`:
+little text, few links, and a verification phrase, a captcha widget or a lone challenge
+script), always soft. All literals come from one scan
 (:class:`~scrapy_domainstate.detect.scan.LiteralScanner`: hyperscan when installed).
 
 With hyperscan, :meth:`Classifier.response` first makes one case-insensitive pass over the raw
-bytes (markers, cues, the longest word of each verification phrase, the first ``<title``,
-``<script`` and ``<body``, and the contact scan's places): when it shows that no rule can fire,
-the answer comes from it without a lowercase copy or a visible-text pass; otherwise the full
-path runs (with the literals the pass found). Both engines give the same verdicts.
+bytes (:mod:`~scrapy_domainstate.detect.fastpass`): when it shows that no rule can fire, the
+answer comes from it without a lowercase copy or a visible-text pass; otherwise the full path
+here runs (with the literals the pass found). Both engines give the same verdicts.
 
 The body methods take the body as bytes or as a :class:`~scrapy_domainstate.detect.scan.BodyScan`
 (made once per response by the runtime): the classifier reads its lowercased view, and leaves
@@ -29,14 +32,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.keys import is_site_root
 from scrapy_domainstate.core.record import Outcome
 from scrapy_domainstate.core.wallrules import CLEAN
-from scrapy_domainstate.detect import contacts
 from scrapy_domainstate.detect.certs import certificate_verdict
 from scrapy_domainstate.detect.compiled import (
     CompiledMarker,
@@ -48,6 +49,7 @@ from scrapy_domainstate.detect.compiled import (
     outside_scripts,
 )
 from scrapy_domainstate.detect.failures import failure_verdict
+from scrapy_domainstate.detect.fastpass import Facts, FastPass, fast_shell
 from scrapy_domainstate.detect.headers import MarkerHeaders, header_fires, normalize_headers
 from scrapy_domainstate.detect.markers import (
     BLOCK_STATUSES,
@@ -65,6 +67,7 @@ from scrapy_domainstate.detect.markers import (
 from scrapy_domainstate.detect.page import (
     INTERSTITIAL_MAX_LINKS,
     INTERSTITIAL_MAX_TEXT,
+    JS_SHELL_MIN_TEXT,
     Shape,
     is_binary,
     links_at_least,
@@ -74,41 +77,23 @@ from scrapy_domainstate.detect.page import (
 from scrapy_domainstate.detect.scan import (
     BodyScan,
     LiteralScanner,
-    PatternScanner,
     extended_view,
-    pcre_literal,
     title_of,
     visible_text,
 )
 from scrapy_domainstate.detect.verdict import Verdict
 from scrapy_domainstate.detect.wallrules import UserRules, user_rules
 
-__all__ = ["EXTENDED_SCAN_CAP", "JS_SHELL_MAX_BYTES", "JS_SHELL_MIN_TEXT", "Classifier"]
+__all__ = ["EXTENDED_SCAN_CAP", "JS_SHELL_MAX_BYTES", "Classifier"]
 
 #: Bodies at least this long are never called a script-only shell.
 JS_SHELL_MAX_BYTES = 50_000
-#: A shell shows fewer visible characters than this outside ``<script>``/``<style>``.
-JS_SHELL_MIN_TEXT = 50
 #: A long page whose scanned prefix shows no content is read up to this many bytes.
 EXTENDED_SCAN_CAP = 1 << 20
 #: A verification phrase in the text (not the title) counts on pages with less text than this.
 PHRASE_MAX_TEXT = 700
 #: status -> the plain ``ok-empty`` verdict (immutable, so shared).
 _OK_EMPTY: dict[int, Verdict] = {}
-#: Where the fast path looks for the first of each (title, js-shell check).
-_FAST_PROBES = (b"<title", b"<script", b"<body")
-#: Bytes at the end of a body checked for the fast path's probes (longer than any).
-_PROBE_TAIL = 64
-#: Markup lowercased for the fast js-shell check before the whole view is.
-_SHELL_WINDOW = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class _Facts:
-    """What the fast path saw: offsets of the first ``<script`` and ``<body`` (``-1``: none)."""
-
-    script: int
-    body: int
 
 
 # ------------------------------------------------------------------ the classifier
@@ -137,12 +122,7 @@ class Classifier:
         self._plans: dict[tuple[int, bool, bool], Plan] = {}
         # Structural cues (markers.VERIFY_PHRASES, CAPTCHA_WIDGETS, CHALLENGE_SCRIPTS).
         self._phrases = tuple(p.lower().encode("utf-8") for p in VERIFY_PHRASES)
-        #: The longest word of each phrase: a phrase is in the title or the visible text only
-        #: if that word is in the view.
-        self._phrase_words = tuple(sorted({max(p.split(b" "), key=len) for p in self._phrases}))
-        self._phrase_end = re.compile(b"(?:" + b"|".join(re.escape(w) for w in self._phrase_words) + rb")\Z")
         self._title_phrase = re.compile(b"|".join(re.escape(p) for p in self._phrases))
-        self._title_regexes: dict[tuple[int, ...], re.Pattern[bytes]] = {}
         rank = {v: i for i, v in enumerate(HINT_VENDOR_ORDER)}
         self._widgets = self._cues(CAPTCHA_WIDGETS, rank)
         self._scripts = self._cues(CHALLENGE_SCRIPTS, rank)
@@ -159,10 +139,6 @@ class Classifier:
         self.scanner = LiteralScanner(literals, engine)
         self._cue_subset = self.scanner.subset(self._cue_literals)
         self._parking_subset = self.scanner.subset(self._parking.literals)
-        # With hyperscan, the usual page (no marker, no cue) is told from one case-insensitive
-        # pass over its raw bytes (see _fast_facts); built at first use.
-        self._fast: dict[bool, PatternScanner] | None = {} if self.scanner.engine == "hyperscan" else None
-        self._links: PatternScanner | None = None
         #: The user's own rules (``DOMAINSTATE_WALL_RULES``, ``DOMAINSTATE_WALL_PREDICATE``), or
         #: ``None``: consulted by the public methods around the built-in rules (:meth:`_ruled`).
         self.rules: UserRules | None = user_rules(self.config)
@@ -170,15 +146,25 @@ class Classifier:
         #: The pass carries the contact scan's patterns only where a contact scan follows it:
         #: the default outcome source (``contacts``); ``items`` and a callable never read them.
         self.contact_places = self.config.outcome == "contacts"
+        # With hyperscan, the usual page (no marker, no cue) is told from one case-insensitive
+        # pass over its raw bytes (:mod:`~scrapy_domainstate.detect.fastpass`).
+        self._fast: FastPass | None = None
+        if self.scanner.engine == "hyperscan":
+            self._fast = FastPass(
+                self.scanner,
+                self.scan_bytes,
+                self._plan,
+                self.headers,
+                self._phrases,
+                self._cue_literals,
+                self.contact_places,
+            )
 
     def prepare(self) -> None:
         """Build (or fetch from the process's cache) the scan databases now, at start-up, rather
         than in the first responses' calls."""
         if self._fast is not None:
-            page = b"<html><head><title>t</title></head><body><a href=/>a</a></body></html>"
-            for small in (True, False):
-                self._fast_scanner(small).scan(page)  # hyperscan's scratch space, allocated at the first scan
-            self._many_links(page)
+            self._fast.prepare()
 
     @staticmethod
     def _cues(
@@ -606,7 +592,7 @@ class Classifier:
             and (low or facts is not None)
             and size < JS_SHELL_MAX_BYTES
             and "html" in (hdrs.get("content-type") or "html").lower()
-            and (self._shell_fast(scan, facts) if facts is not None else self._shell(low))
+            and (fast_shell(scan, facts, self.scan_bytes) if facts is not None else self._shell(low))
         ):
             return Verdict(Outcome.OK_EMPTY, status, "js-shell", browser_fixable=True)
         verdict = _OK_EMPTY.get(status)
@@ -655,163 +641,16 @@ class Classifier:
         """A script-only shell: a ``<script`` and (almost) no visible text."""
         return low is not None and b"<script" in low and visible_text_below(low, JS_SHELL_MIN_TEXT)
 
-    def _shell_fast(self, scan: BodyScan, facts: _Facts) -> bool:
-        """:meth:`_shell` from the fast facts: ``visible_text_below`` on a lowercased window
-        from the first ``<body`` on, the whole view only when the window says "below"."""
-        body = scan.body
-        if facts.script < 0:
-            return False
-        start = max(facts.body, 0)
-        n = min(len(body), self.scan_bytes)
-        end = start + _SHELL_WINDOW
-        if end < n:
-            # "Not below" is final: the window's text is a prefix of the view's (its last word
-            # or tag may be cut short, which never adds text).
-            if not visible_text_below(body[start:end].lower(), JS_SHELL_MIN_TEXT):
-                return False
-            return visible_text_below(scan.low, JS_SHELL_MIN_TEXT)
-        return visible_text_below(body[start:n].lower(), JS_SHELL_MIN_TEXT)
-
-    def _fast_scanner(self, small: bool) -> PatternScanner:
-        scanner = self._fast[small] if self._fast is not None and small in self._fast else None
-        if scanner is None:
-            patterns: list[tuple[bytes, bool] | tuple[bytes, bool, bool]] = [
-                (pcre_literal(lit), True) for lit in self.scanner.literals
-            ]
-            patterns += [(pcre_literal(probe), True, True) for probe in _FAST_PROBES]
-            if self.contact_places:
-                patterns += contacts.CONTACT_PATTERNS  # the contact scan of the same body reads these
-            if small:  # a verification phrase can only be in the text when its longest word is
-                patterns += [(pcre_literal(word), True, True) for word in self._phrase_words]
-            scanner = PatternScanner(patterns)
-            assert self._fast is not None
-            self._fast[small] = scanner
-        return scanner
-
-    def _try_fast(
-        self, status: int, hdrs: Mapping[str, str], scan: BodyScan
-    ) -> tuple[_Facts | None, set[bytes] | None]:
-        # Error statuses (where walls answer, and whose pages are never scanned for contacts)
-        # go the full way at once: the fast pass would mostly find a marker and decline.
-        body = scan.body
-        if type(body) is not bytes or status >= 400:
+    def _try_fast(self, status: int, hdrs: Mapping[str, str], scan: BodyScan) -> tuple[Facts | None, set[bytes] | None]:
+        """The fast pass's facts and literals (:meth:`FastPass.facts`), ``(None, None)`` without it."""
+        fast = self._fast
+        if fast is None:
             return None, None
         try:
-            return self._fast_facts(status, hdrs, body, scan)
+            return fast.facts(status, hdrs, scan)
         except Exception:  # never expected (a pattern hyperscan refuses?): the full path, from now on
             self._fast = None
             return None, None
-
-    def _title_hit(self, plans: tuple[Plan, ...], title: bytes) -> bool:
-        """Whether ``title`` holds a title pattern of one of ``plans`` (one regex search)."""
-        key = tuple(id(plan) for plan in plans)
-        regex = self._title_regexes.get(key)
-        if regex is None:
-            patterns = sorted({p for plan in plans for p in plan.title_patterns})
-            regex = re.compile(b"|".join(re.escape(p) for p in patterns) if patterns else b"(?!)")
-            if len(self._title_regexes) < 4096:
-                self._title_regexes[key] = regex
-        return regex.search(title) is not None
-
-    def _many_links(self, body: bytes) -> bool:
-        """``links_at_least(low, INTERSTITIAL_MAX_LINKS)`` on the view, by a pass that stops there."""
-        if self._links is None:
-            self._links = PatternScanner([(b"<a ", True)], max_matches=INTERSTITIAL_MAX_LINKS - 1)
-        return self._links.scan(memoryview(body)[: self.scan_bytes]) is None
-
-    def _sort_matches(self, matches: list[tuple[int, int]], scan: BodyScan) -> tuple[set[bytes], list[int]]:
-        """The literals found, the end of the first match of each probe (the last entry: of any
-        phrase word; ``-1``: none); the contact places go to ``scan.places``."""
-        literals = self.scanner.literals
-        count = len(literals)
-        found: set[bytes] = set()
-        last = len(_FAST_PROBES)
-        first = [-1] * (last + 1)
-        places: list[tuple[int, int]] = []
-        base = count + last
-        words = base + (len(contacts.CONTACT_PATTERNS) if self.contact_places else 0)
-        for ident, end in matches:
-            if ident < count:
-                found.add(literals[ident])
-            elif ident < base:
-                if first[ident - count] < 0:
-                    first[ident - count] = end
-            elif ident < words:
-                places.append((ident - base, end))
-            elif first[last] < 0:
-                first[last] = end
-        if self.contact_places:
-            scan.places = places
-        return found, first
-
-    def _fast_plans(self, status: int, hdrs: Mapping[str, str], body: bytes) -> tuple[Plan, ...] | None:
-        """The plans ``_antibot`` may use for ``body`` when the fast path can answer for them."""
-        size = len(body)
-        if not size or is_binary(hdrs.get("content-type", ""), body[:1024].lower()):
-            return None
-        longer = size > self.scan_bytes
-        # A body longer than the view is read further (_extend) unless its view has 10 links.
-        if longer and not self._many_links(body):
-            return None
-        small = size <= SMALL_PAGE
-        # A long page is read with the small-page markers too when it shows little (Shape):
-        # answer only when neither set fires (not when its view has 10 links: never small).
-        plans: tuple[Plan, ...] = (self._plan(status, small, True),)
-        if not small and not longer and status not in BLOCK_STATUSES:
-            plans += (self._plan(status, True, True),)
-        return None if any(plan.has_status for plan in plans) else plans
-
-    def _headers_quiet(self, plans: tuple[Plan, ...], hdrs: Mapping[str, str], body: bytes) -> bool:
-        """Whether the marker headers (a CDN's on every page) leave the answer to the body: no
-        header marker fires, and a long page (which then goes on to the structural check unless
-        it has 10 links) has 10 links."""
-        if self.headers.quiet(hdrs):
-            return True
-        for plan in plans:
-            if any(c.kind == "header" and header_fires(c, hdrs) for c in plan.headless):
-                return False
-        return len(plans) == 1 or self._many_links(body)
-
-    def _fast_facts(
-        self, status: int, hdrs: Mapping[str, str], body: bytes, scan: BodyScan
-    ) -> tuple[_Facts | None, set[bytes] | None]:
-        """The facts the response checks need, when one pass over the raw bytes shows that no
-        anti-bot rule can fire (``_antibot`` would answer ``None``); else ``None`` (the full path
-        answers), with the literals the pass found in the whole body, if it ran (the full path
-        then reads them rather than scanning again). Bodies up to ``body_scan_bytes`` only."""
-        plans = self._fast_plans(status, hdrs, body)
-        if plans is None:
-            return None, None
-        small = len(body) <= SMALL_PAGE
-        n = min(len(body), self.scan_bytes)
-        matches = self._fast_scanner(small).scan(body if n == len(body) else memoryview(body)[:n])
-        if matches is None:
-            return None, None
-        found, first = self._sort_matches(matches, scan)
-        last = len(_FAST_PROBES)
-        # Hyperscan's single-match mode may miss a match that ends the buffer: check there.
-        tail = body[max(0, n - _PROBE_TAIL) : n].lower()
-        for k, probe in enumerate(_FAST_PROBES):
-            if first[k] < 0 and tail.endswith(probe):
-                first[k] = n
-        if found and any(not found.isdisjoint(plan.literals.literals) for plan in plans):
-            return None, found
-        title_end = first[0]
-        title = title_of(body[title_end - 6 : min(n, title_end + 1300)].lower()) if title_end >= 0 else b""
-        if title and self._title_hit(plans, title):
-            return None, found
-        # _structural on a long page that shows little: a verification phrase in its title.
-        if not small and title and self._title_phrase.search(title) is not None and not self._many_links(body):
-            return None, found
-        # _structural (small pages): no cue literal, no phrase that could be in the title or text.
-        if small and (
-            first[last] >= 0 or not found.isdisjoint(self._cue_literals) or self._phrase_end.search(tail) is not None
-        ):
-            return None, found
-        if not self._headers_quiet(plans, hdrs, body):
-            return None, found
-        script, start = first[1], first[2]
-        return _Facts(script - 7 if script >= 0 else -1, start - 5 if start >= 0 else -1), found
 
     # ---------------------------------------------------------- failures and certificates
 

@@ -16,6 +16,7 @@ __all__ = [
     "EMPTY_PAGE_MAX_TEXT",
     "INTERSTITIAL_MAX_LINKS",
     "INTERSTITIAL_MAX_TEXT",
+    "JS_SHELL_MIN_TEXT",
     "Shape",
     "is_binary",
     "links_at_least",
@@ -23,6 +24,8 @@ __all__ = [
     "visible_text_below",
 ]
 
+#: A script-only shell shows fewer visible characters than this outside ``<script>``/``<style>``.
+JS_SHELL_MIN_TEXT = 50
 #: An interstitial shows fewer visible characters than this, and fewer links than
 #: :data:`INTERSTITIAL_MAX_LINKS` (real challenge pages: at most ~950 characters and 6 links).
 INTERSTITIAL_MAX_TEXT = 1200

@@ -777,7 +777,7 @@ def test_a_fast_path_that_fails_leaves_the_full_path(monkeypatch: pytest.MonkeyP
     def refuse(small: bool) -> None:
         raise RuntimeError("pattern refused")
 
-    monkeypatch.setattr(fast, "_fast_scanner", refuse)
+    monkeypatch.setattr(fast._fast, "pattern_scanner", refuse)
     pure = Classifier(engine="pure")
     for kind, body in overhead_pages().items():
         assert fast.response(200, {}, body, "/", False) == pure.response(200, {}, body, "/", False), kind

@@ -24,7 +24,7 @@ def test_items_scan_without_contact_patterns_and_classify_the_same() -> None:
     items = Classifier(Config(outcome="items"), engine="hyperscan")
     assert with_contacts.contact_places and not items.contact_places
     items.prepare()
-    assert items._fast is not None and set(items._fast) == {True, False}
+    assert items._fast is not None and set(items._fast.scanners) == {True, False}
     pages = [(kind, 200, {"content-type": "text/html"}, page) for kind, page in overhead_pages().items()]
     pages += [(page.id, page.status, page.headers, page.body) for page in load_corpus()]
     fast_answers = 0

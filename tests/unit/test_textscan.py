@@ -155,8 +155,9 @@ def test_scan_databases_are_compiled_once_per_process() -> None:
     """Every classifier of a process (one per crawler) shares the compiled databases."""
     first, second = Classifier(), Classifier()
     assert first.scanner._db is second.scanner._db
-    assert first._fast_scanner(True)._db is second._fast_scanner(True)._db
-    assert first._fast_scanner(True)._db is not first._fast_scanner(False)._db  # another pattern set
+    assert first._fast is not None and second._fast is not None
+    assert first._fast.pattern_scanner(True)._db is second._fast.pattern_scanner(True)._db
+    assert first._fast.pattern_scanner(True)._db is not first._fast.pattern_scanner(False)._db  # another pattern set
 
 
 def test_pure_anchor_groups_are_chosen_once_per_literal_set() -> None:
