@@ -558,12 +558,13 @@ class Classifier:
         A 2xx/3xx gives ``ok-empty``, which means "fetched fine; usefulness not decided
         here": the caller upgrades it to ``ok-contact`` from its outcome source (contacts,
         items or a callable). A small HTML page that is only a ``<script>`` shell (fewer than
-        :data:`JS_SHELL_MIN_TEXT` visible characters) is ``ok-empty`` with ``'js-shell'`` and
+        :data:`~scrapy_domainstate.detect.page.JS_SHELL_MIN_TEXT` visible characters) is ``ok-empty`` with ``'js-shell'`` and
         ``browser_fixable=True``: a browser would render it. A 2xx home page (``url`` is the
         site root, whatever ``is_root`` says) of at most :data:`~scrapy_domainstate.detect.markers.PARKED_MAX_BYTES` that is a parking or for-sale
         page is ``parked`` with ``'parked:<service>'`` (never useful, never sent to a browser).
         """
-        scan = self._body_scan(body)
+        # (the runtime hands its BodyScan over: no call on the hot path)
+        scan = body if type(body) is BodyScan and body.limit == self.scan_bytes else self._body_scan(body)
         try:
             status = int(status)
             hdrs = self.headers.pick(headers)

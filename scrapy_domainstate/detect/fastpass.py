@@ -162,7 +162,7 @@ class FastPass:
         if not size or is_binary(hdrs.get("content-type", ""), body[:1024].lower()):
             return None
         longer = size > self.scan_bytes
-        # A body longer than the view is read further (_extend) unless its view has 10 links.
+        # A body longer than the view is read further (Classifier._extend) unless its view has 10 links.
         if longer and not self.many_links(body):
             return None
         small = size <= SMALL_PAGE
@@ -213,10 +213,10 @@ class FastPass:
         title = title_of(body[title_end - 6 : min(n, title_end + 1300)].lower()) if title_end >= 0 else b""
         if title and self._title_hit(plans, title):
             return None, found
-        # _structural on a long page that shows little: a verification phrase in its title.
+        # Classifier._structural on a long page that shows little: a verification phrase in its title.
         if not small and title and self._title_phrase.search(title) is not None and not self.many_links(body):
             return None, found
-        # _structural (small pages): no cue literal, no phrase that could be in the title or text.
+        # Classifier._structural (small pages): no cue literal, no phrase that could be in the title or text.
         if small and (
             first[last] >= 0 or not found.isdisjoint(self._cue_literals) or self._phrase_end.search(tail) is not None
         ):
