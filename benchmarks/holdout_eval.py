@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_domainstate.core.record import Outcome
-from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.classify import Classifier
+from scrapy_domainstate.detect.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 HOLDOUT = ROOT / "tests" / "unit" / "holdout"

@@ -412,7 +412,7 @@ STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("classification (all calls)", 1, ("scrapy_domainstate.detect.classify:Classifier.response",)),
     ("browser-render verdict", 1, ("scrapy_domainstate.detect.evidence:rendered_verdict",)),
     ("judging the evidence", 1, (f"{_OUT}:_judge", "scrapy_domainstate.detect.evidence:judge_response")),
-    ("contact scan", 1, ("scrapy_domainstate.runtime.sources:has_contact",)),
+    ("contact scan", 1, ("scrapy_domainstate.runtime.sources:scan_has_contact",)),
     ("record (manager)", 1, (f"{_M}:DomainStateManager.record",)),
     ("store.record", 2, ("scrapy_domainstate.store.lmdb:LmdbStore.record",)),
     ("policy.observe", 3, ("scrapy_domainstate.core.policy:Policy.observe",)),

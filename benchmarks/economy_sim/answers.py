@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from scrapy_domainstate.core.record import Method, Outcome
 from scrapy_domainstate.detect import evidence
-from scrapy_domainstate.detect.classify import Verdict
+from scrapy_domainstate.detect.verdict import Verdict
 
 from . import world as w
 

@@ -23,7 +23,7 @@ from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision, Policy
 from scrapy_domainstate.core.record import Method, Outcome, RecentEntry, State
 from scrapy_domainstate.detect import evidence
-from scrapy_domainstate.detect.classify import Verdict
+from scrapy_domainstate.detect.verdict import Verdict
 from scrapy_domainstate.store.base import DomainStore
 
 from . import world as w

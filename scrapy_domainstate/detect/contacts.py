@@ -17,18 +17,20 @@ whole page. It leans towards missing a contact rather than inventing one:
 
 With hyperscan installed, :func:`has_contact` reads a bytes body in one pass over its raw bytes
 (no lowercase copy): the pass finds where a contact of each kind could be, and the same checks
-run there only, on a small lowercased window. When the classifier has just read the same body,
-its pass found those places already (:func:`share_places`). :func:`find_contacts` and bodies of
-other types take the plain scans. Pure: bytes or str in, no I/O.
+run there only, on a small lowercased window. :func:`scan_has_contact` answers the same for a
+:class:`~scrapy_domainstate.detect.scan.BodyScan` the classifier has read already: its pass
+found those places (:attr:`BodyScan.places <scrapy_domainstate.detect.scan.BodyScan.places>`),
+and the plain scans read its lowercased view. :func:`find_contacts` and bodies of other types
+take the plain scans. Pure: bytes or str in, no I/O.
 """
 
 from __future__ import annotations
 
 import re
 
-from scrapy_domainstate.detect.scan import HAVE_HYPERSCAN, PatternScanner, lowered, pcre_literal
+from scrapy_domainstate.detect.scan import HAVE_HYPERSCAN, BodyScan, PatternScanner, lowered, pcre_literal
 
-__all__ = ["find_contacts", "has_contact"]
+__all__ = ["find_contacts", "has_contact", "scan_has_contact"]
 
 # ------------------------------------------------------------------ e-mail
 
@@ -345,11 +347,8 @@ def _social_at(low: bytes, pos: int) -> str | None:
 # ------------------------------------------------------------------ API
 
 
-def _prepare(body: bytes | str, limit: int) -> bytes:
-    if not body:
-        return b""
-    # The classifier lowercased the same prefix of the same body a moment ago: shared.
-    low = lowered(body, limit)
+def _prepare(low: bytes) -> bytes:
+    """The lowercased view ``low`` as the plain scans read it (``b''`` when binary)."""
     if low.find(b"\x00", 0, 1024) >= 0:  # binary: nothing to read
         return b""
     if _AT_ENTITY.search(low) is not None:  # the usual obfuscation of "@" in e-mail addresses
@@ -364,7 +363,7 @@ def find_contacts(body: bytes | str, limit: int = 65536, max_results: int = 100)
     ``+`` when written internationally), ``'social:facebook.com/acme'``. Addresses are
     lowercased. Bytes are read leniently (any encoding; ASCII matters here).
     """
-    low = _prepare(body, limit)
+    low = _prepare(lowered(body, limit))
     if not low:
         return []
     out: list[str] = []
@@ -378,15 +377,26 @@ def find_contacts(body: bytes | str, limit: int = 65536, max_results: int = 100)
 
 def has_contact(body: bytes | str, limit: int = 65536) -> bool:
     """True when the first ``limit`` bytes of ``body`` show an e-mail, phone or profile link."""
+    return scan_has_contact(BodyScan(body, limit))
+
+
+def scan_has_contact(scan: BodyScan) -> bool:
+    """:func:`has_contact` of ``scan.body`` and ``scan.limit``, reading what the classifier
+    left in ``scan`` (the contact places its pass found, the lowercased view)."""
+    body = scan.body
     if HAVE_HYPERSCAN and type(body) is bytes:
-        found = _has_contact_fast(body, limit)
+        found = _has_contact_fast(body, scan.limit, scan.places)
         if found is not None:
             return found
-    return _has_contact_plain(body, limit)
+    return _plain(scan.low)
 
 
 def _has_contact_plain(body: bytes | str, limit: int) -> bool:
-    low = _prepare(body, limit)
+    return _plain(lowered(body, limit))
+
+
+def _plain(view: bytes) -> bool:
+    low = _prepare(view)
     if not low:
         return False
     out: list[str] = []
@@ -418,7 +428,7 @@ _PATTERNS: tuple[tuple[bytes, bool], ...] = (
 )
 _SOCIAL_FIRST = len(_PATTERNS) - len(_SOCIAL)
 #: The patterns of the one pass, ``(expression, caseless)``: another pass over the same body
-#: may include them and hand its matches over (:func:`share_places`).
+#: may include them and hand its matches over (in :attr:`.BodyScan.places`).
 CONTACT_PATTERNS = _PATTERNS
 _PATTERN_SCANNER: PatternScanner | None = None
 #: Bytes an e-mail's local part may end with, and its domain start with (either case).
@@ -434,30 +444,17 @@ def _pattern_scanner() -> PatternScanner:
     return _PATTERN_SCANNER
 
 
-#: The places the classifier's pass found in the last body it read: (body, bytes read, places).
-_SHARED: tuple[bytes, int, list[tuple[int, int]]] | None = None
-
-
-def share_places(body: bytes, n: int, places: list[tuple[int, int]]) -> None:
-    """Hand over the places of :data:`CONTACT_PATTERNS` found in ``body[:n]`` by another pass
-    (the classifier's), for the :func:`has_contact` call on the same body that follows (a
-    one-entry memo keyed by the body object, as :func:`~.textscan.lowered`)."""
-    global _SHARED
-    _SHARED = (body, n, places)
-
-
-def _has_contact_fast(body: bytes, limit: int) -> bool | None:
+def _has_contact_fast(body: bytes, limit: int, places: list[tuple[int, int]] | None = None) -> bool | None:
     """:func:`has_contact` from one hyperscan pass; ``None`` when the plain scans must answer
-    (``&#64;`` in the view: they read it as ``@``; or a flood of places)."""
+    (``&#64;`` in the view: they read it as ``@``; or a flood of places). ``places``: the
+    matches of :data:`CONTACT_PATTERNS` in ``body[:limit]`` when another pass found them
+    already (then no pass runs here)."""
     n = min(len(body), limit)
     if n <= 0:
         return False
     if body.find(b"\x00", 0, min(n, 1024)) >= 0:  # binary: nothing to read
         return False
-    shared = _SHARED
-    if shared is not None and shared[0] is body and shared[1] == n:
-        places: list[tuple[int, int]] | None = shared[2]
-    else:
+    if places is None:
         places = _pattern_scanner().scan(memoryview(body)[:n] if n < len(body) else body)
     if places is None:
         return None

@@ -1,7 +1,7 @@
 """What one answer means for a domain's record: the evidence rules, pure.
 
 No I/O, no clock, no Scrapy engine: every function takes plain facts (the method, the
-status, whether the URL is the site root, the classifier's :class:`~.classify.Verdict`, a
+status, whether the URL is the site root, the classifier's :class:`~scrapy_domainstate.detect.verdict.Verdict`, a
 few flags) and returns plain values. The downloader middleware's manager and the crawl
 economy simulator (``benchmarks/economy.py``) both call this module, so what a response
 means is written once.
@@ -57,8 +57,10 @@ from typing import Any
 
 from scrapy_domainstate.core.policy import SHELL_RENDER
 from scrapy_domainstate.core.record import HARD_BLOCK_PREFIX, Method, Outcome
-from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.classify import Classifier
 from scrapy_domainstate.detect.markers import BUILTIN_MARKERS
+from scrapy_domainstate.detect.scan import BodyScan
+from scrapy_domainstate.detect.verdict import Verdict
 
 __all__ = [
     "CHALLENGE_STATUSES",
@@ -276,7 +278,7 @@ def head_view(verdict: Verdict) -> Verdict | None:
 
 
 def rendered_verdict(
-    classifier: Classifier, status: int, headers: Any, body: bytes, url: str, is_root: bool
+    classifier: Classifier, status: int, headers: Any, body: bytes | BodyScan, url: str, is_root: bool
 ) -> tuple[Verdict, bool]:
     """A browser render answered with a wall's status: did the browser get past it?
 
@@ -299,9 +301,10 @@ def rendered_verdict(
 
 
 def response_verdict(
-    classifier: Classifier, method: Method, status: int, headers: Any, body: bytes, url: str, is_root: bool
+    classifier: Classifier, method: Method, status: int, headers: Any, body: bytes | BodyScan, url: str, is_root: bool
 ) -> tuple[Verdict, bool]:
-    """The classifier's verdict for a response, and whether a browser passed a wall."""
+    """The classifier's verdict for a response, and whether a browser passed a wall (``body``:
+    the body, or the response's :class:`~scrapy_domainstate.detect.scan.BodyScan`)."""
     if method is Method.TAB and status in CHALLENGE_STATUSES:
         return rendered_verdict(classifier, status, headers, body, url, is_root)
     return classifier.response(status, headers, body, url, is_root), False

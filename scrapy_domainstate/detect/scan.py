@@ -2,9 +2,10 @@
 
 Pure: bytes in, no I/O. Three jobs, used by the classifier and the contact scan:
 
-- :func:`lowered`: the lowercased first ``limit`` bytes of a body, made once per response and
-  shared (a one-entry memo keyed by the body object itself, so the classifier and the contact
-  scan of the same response lowercase it once);
+- :class:`BodyScan`: one response body as the classifier and the contact scan read it, made
+  once per response and handed to both: its lowercased first ``limit`` bytes (:func:`lowered`,
+  made once, when first read) and the places of the contact patterns the classifier's one
+  pass found (so the contact scan does not look for them again);
 - :class:`LiteralScanner`: which of a fixed set of lowercase literals occur in a view. With the
   optional ``hyperscan`` package it is one automaton pass; without it, a few ``bytes.find``
   passes over shared anchors (C-speed, no per-byte Python loop). Both give the same answer;
@@ -27,6 +28,7 @@ from typing import Any
 __all__ = [
     "ENGINE_ENV",
     "HAVE_HYPERSCAN",
+    "BodyScan",
     "LiteralScanner",
     "PatternScanner",
     "default_engine",
@@ -105,9 +107,7 @@ def shared_anchors(literals: Iterable[bytes]) -> Groups:
     return _shared(("anchors", chosen), lambda: choose_anchors(chosen))
 
 
-# ------------------------------------------------------------------ the shared lowercase view
-
-_LAST: tuple[Any, int, bytes] | None = None
+# ------------------------------------------------------------------ one response body
 
 
 def _prefix(body: Any, limit: int) -> bytes:
@@ -124,21 +124,44 @@ def _prefix(body: Any, limit: int) -> bytes:
 
 
 def lowered(body: Any, limit: int) -> bytes:
-    """``body[:limit].lower()`` as bytes (``str`` bodies are UTF-8 encoded first).
+    """``body[:limit].lower()`` as bytes (``str`` bodies are UTF-8 encoded first; anything
+    unreadable gives ``b''``). A new copy on every call: :attr:`BodyScan.low` makes it once
+    per response."""
+    return _prefix(body, limit).lower()
 
-    The last answer is memoised by the identity of ``body``: the classifier and the contact
-    scan ask for the same response body one after the other and share one copy. (The memo
-    holds a reference to that one body until the next call; assignment of the tuple is
-    atomic, so threads at worst recompute.)
+
+class BodyScan:
+    """One response body as the detect floor reads it: made once per response (by the runtime,
+    or by the classifier and the contact scan themselves when given plain bytes) and handed to
+    the classifier and then to the contact scan.
+
+    ``body``: the body as received (bytes, or ``str``, ``bytearray``, ...); ``limit``: how much
+    of it is read (``DOMAINSTATE_BODY_SCAN_BYTES``). :attr:`low` is the lowercased view,
+    made at its first read and kept. :attr:`places`: the ``(pattern index, end)`` matches of
+    :data:`~scrapy_domainstate.detect.contacts.CONTACT_PATTERNS` in
+    ``body[:min(len(body), limit)]``, when the classifier's pass looked for them (else
+    ``None``): the contact scan then reads them instead of scanning again.
     """
-    global _LAST
-    last = _LAST
-    if last is not None and last[0] is body and last[1] == limit:
-        return last[2]
-    low = _prefix(body, limit).lower()
-    if isinstance(body, (bytes, str)):
-        _LAST = (body, limit, low)
-    return low
+
+    __slots__ = ("_low", "body", "limit", "places")
+
+    def __init__(self, body: Any, limit: int) -> None:
+        self.body = body
+        self.limit = limit
+        self._low: bytes | None = None
+        self.places: list[tuple[int, int]] | None = None
+
+    @property
+    def low(self) -> bytes:
+        """``body[:limit].lower()`` (:func:`lowered`), made once."""
+        low = self._low
+        if low is None:
+            low = self._low = _prefix(self.body, self.limit).lower()
+        return low
+
+    def __repr__(self) -> str:
+        size = len(self.body) if isinstance(self.body, (bytes, bytearray, str)) else "?"
+        return f"<BodyScan {size} bytes, limit {self.limit}>"
 
 
 # ------------------------------------------------------------------ literal scanning

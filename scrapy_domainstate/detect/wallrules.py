@@ -36,7 +36,7 @@ from scrapy_domainstate.core.wallrules import (
     load_predicate,
     parse_verdict,
 )
-from scrapy_domainstate.detect.scan import lowered
+from scrapy_domainstate.detect.scan import BodyScan, lowered
 
 __all__ = ["Ruling", "Seen", "UserRules", "spider_settings", "user_rules"]
 
@@ -56,15 +56,21 @@ class Seen:
     """
 
     def __init__(
-        self, url: str, status: int, headers: Mapping[str, str], body: bytes, scan_bytes: int, raw: Any = None
+        self,
+        url: str,
+        status: int,
+        headers: Mapping[str, str],
+        body: bytes,
+        scan_bytes: int,
+        scan: BodyScan | None = None,
     ) -> None:
         self.url = url
         self.status = status
         self.headers = headers
         self.body = body
         self.scan_bytes = scan_bytes
-        #: the body as the classifier got it (the same object, for the shared lowercase copy)
-        self.raw = body if raw is None else raw
+        #: the classifier's view of the same body, when given (its lowercased copy is shared)
+        self.scan = scan if scan is not None and scan.limit == scan_bytes else None
 
     @cached_property
     def host(self) -> str:
@@ -75,8 +81,8 @@ class Seen:
 
     @cached_property
     def low(self) -> bytes:
-        # (memoised by the body's identity: the classifier's own scan reuses this copy)
-        return lowered(self.raw, self.scan_bytes)
+        # (the classifier's own scan reads the same copy, when it handed its BodyScan over)
+        return self.scan.low if self.scan is not None else lowered(self.body, self.scan_bytes)
 
     @cached_property
     def text(self) -> str:
@@ -129,12 +135,14 @@ class UserRules:
     def __bool__(self) -> bool:
         return bool(self.rules) or self.predicate is not None
 
-    def seen(self, url: str, status: int, headers: Mapping[str, str], body: Any) -> Seen:
+    def seen(self, url: str, status: int, headers: Mapping[str, str], body: Any, scan: BodyScan | None = None) -> Seen:
+        """What the rules see of a response; ``scan``: the classifier's :class:`BodyScan` of
+        ``body`` (its lowercased view is then shared)."""
         raw = body if isinstance(body, (bytes, bytearray, memoryview)) else (body or b"")
         if isinstance(raw, str):
             raw = raw.encode("utf-8")
         data = raw if type(raw) is bytes else bytes(raw)
-        return Seen(url or "", int(status), headers, data, self.scan_bytes, body if body else data)
+        return Seen(url or "", int(status), headers, data, self.scan_bytes, scan)
 
     def first(self, seen: Seen) -> Ruling | None:
         """The predicate's verdict, else the first wall rule that matches, else ``None``."""

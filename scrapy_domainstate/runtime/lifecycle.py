@@ -32,7 +32,8 @@ from twisted.internet import task
 from scrapy_domainstate.core.config import Config, ConfigError, log_unknown_settings
 from scrapy_domainstate.core.keys import domain_key, is_site_root
 from scrapy_domainstate.core.policy import Policy
-from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.classify import Classifier
+from scrapy_domainstate.detect.verdict import Verdict
 from scrapy_domainstate.detect.wallrules import spider_settings
 from scrapy_domainstate.runtime import registry as _registry
 from scrapy_domainstate.runtime.alarm import BlockedAlarm

@@ -18,7 +18,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy_domainstate import signals
 from scrapy_domainstate.core.keys import host_of
 from scrapy_domainstate.core.record import DomainStat, Method, Outcome, State
-from scrapy_domainstate.detect.classify import Verdict
+from scrapy_domainstate.detect.verdict import Verdict
 from scrapy_domainstate.runtime.meta import (
     META_OUT,
 )

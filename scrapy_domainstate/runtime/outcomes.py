@@ -19,7 +19,8 @@ from scrapy_domainstate.core.keys import host_fact_key, host_of, is_site_root, p
 from scrapy_domainstate.core.policy import Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.detect import evidence
-from scrapy_domainstate.detect.classify import Verdict
+from scrapy_domainstate.detect.scan import BodyScan
+from scrapy_domainstate.detect.verdict import Verdict
 from scrapy_domainstate.runtime.browser import is_launch_failure
 from scrapy_domainstate.runtime.manners import MannersFlow
 from scrapy_domainstate.runtime.meta import (
@@ -183,8 +184,11 @@ class OutcomeFlow(MannersFlow):
             self.telemetry.inc("browser/not_rendered")
             self.telemetry.inc("not_evidence")
             return response
+        # The body as the classifier and the outcome source read it: one lowercased copy, and
+        # the contact places the classifier's pass found.
+        scan = BodyScan(response.body, self.config.body_scan_bytes)
         verdict, passed = evidence.response_verdict(
-            self.classifier, facts.method, response.status, response.headers, response.body, response.url, facts.is_root
+            self.classifier, facts.method, response.status, response.headers, scan, response.url, facts.is_root
         )
         self._manners(request, domain, facts.method, verdict)
         certificate = None
@@ -196,7 +200,7 @@ class OutcomeFlow(MannersFlow):
         if judged.usefulness:
             # One path whatever decides usefulness: the verdict (its status, a passed wall, the
             # js-shell mark) is judged above; only "was this page useful?" comes from the source.
-            useful = self.outcomes.useful(response)
+            useful = self.outcomes.useful(response, scan)
             if useful == CALLBACK:
                 # The callback decides (the spider middleware calls record_items).
                 assert judged.record is not None

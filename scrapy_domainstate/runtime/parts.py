@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from scrapy_domainstate.core.config import Config
     from scrapy_domainstate.core.policy import Policy, Transition
     from scrapy_domainstate.core.record import DomainStat, Method, State
-    from scrapy_domainstate.detect.classify import Classifier, Verdict
+    from scrapy_domainstate.detect.classify import Classifier
+    from scrapy_domainstate.detect.verdict import Verdict
     from scrapy_domainstate.runtime.alarm import BlockedAlarm
     from scrapy_domainstate.runtime.browser import BrowserRoute
     from scrapy_domainstate.runtime.deadurls import DeadUrls

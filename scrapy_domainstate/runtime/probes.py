@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from scrapy.core.engine import ExecutionEngine
     from scrapy.http import Request
 
-    from scrapy_domainstate.detect.classify import Classifier, Verdict
+    from scrapy_domainstate.detect.classify import Classifier
+    from scrapy_domainstate.detect.verdict import Verdict
 
 __all__ = ["META_PROBE", "LeadGate", "ProbeGate", "probe_request", "send_probe"]
 

@@ -3,7 +3,8 @@
 ``DOMAINSTATE_OUTCOME`` (validated in :mod:`scrapy_domainstate.core.config`) picks one:
 
 - ``"contacts"`` (default): an e-mail address or a phone link in the body's first
-  ``DOMAINSTATE_BODY_SCAN_BYTES`` (:func:`scrapy_domainstate.detect.contacts.has_contact`);
+  ``DOMAINSTATE_BODY_SCAN_BYTES`` (:func:`scrapy_domainstate.detect.contacts.scan_has_contact`,
+  on the response's :class:`~scrapy_domainstate.detect.scan.BodyScan` the classifier read first);
   non-text responses are not evidence.
 - ``"items"``: what the callback yields, counted by the spider middleware
   (:mod:`scrapy_domainstate.spidermw`): at least one item is ``ok-contact`` (useful); no item
@@ -29,7 +30,8 @@ from scrapy.http import TextResponse
 
 from scrapy_domainstate.core.config import Config, ConfigError, import_object
 from scrapy_domainstate.core.record import Outcome
-from scrapy_domainstate.detect.contacts import has_contact
+from scrapy_domainstate.detect.contacts import scan_has_contact
+from scrapy_domainstate.detect.scan import BodyScan
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -78,21 +80,23 @@ class OutcomeSource:
         """The outcome is known once the callback has run (the spider middleware's count)."""
         return self.kind == "items"
 
-    def useful(self, response: Response) -> Outcome | str | None:
+    def useful(self, response: Response, scan: BodyScan | None = None) -> Outcome | str | None:
         """``ok-contact`` / ``ok-empty`` for a fetched page; ``None``: not evidence;
         :data:`CALLBACK`: the callback decides (``items``, a callable that returned None).
 
-        A callable that raises is logged with its traceback and gives ``None``.
+        ``scan``: the response's body as the classifier read it (the contact scan reads what
+        it left there); made here when not given. A callable that raises is logged with its
+        traceback and gives ``None``.
         """
         if self.kind == "items":
             return CALLBACK
         try:
-            return self._useful(response)
+            return self._useful(response, scan)
         except Exception:
             logger.exception("DOMAINSTATE_OUTCOME callable failed for %s", response.url)
             return None
 
-    def _useful(self, response: Response) -> Outcome | str | None:
+    def _useful(self, response: Response, scan: BodyScan | None) -> Outcome | str | None:
         if self._fn is not None:
             result = self._fn(response)
             if result is None:
@@ -102,7 +106,10 @@ class OutcomeSource:
             return Outcome(result)
         if not isinstance(response, TextResponse):
             return None
-        return Outcome.OK_CONTACT if has_contact(response.body, self._scan_bytes) else Outcome.OK_EMPTY
+        body = response.body
+        if scan is None or scan.body is not body or scan.limit != self._scan_bytes:
+            scan = BodyScan(body, self._scan_bytes)
+        return Outcome.OK_CONTACT if scan_has_contact(scan) else Outcome.OK_EMPTY
 
     @staticmethod
     def from_count(

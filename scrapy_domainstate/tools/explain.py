@@ -32,7 +32,8 @@ from scrapy_domainstate.detect.wallrules import Seen
 from scrapy_domainstate.tools.showtext import Shown, iso, relative, span
 
 if TYPE_CHECKING:
-    from scrapy_domainstate.detect.classify import Classifier, Verdict
+    from scrapy_domainstate.detect.classify import Classifier
+    from scrapy_domainstate.detect.verdict import Verdict
 
 __all__ = ["evidence_text", "explain_lines", "parse_saved_response", "response_lines", "short_evidence"]
 
@@ -401,7 +402,7 @@ def _what_then(verdict: Verdict) -> str:
 def response_lines(classifier: Classifier, url: str, status: int, headers: Any, body: bytes) -> list[str]:
     """The lines of ``scrapy domainstate explain URL --response FILE`` (and of ``explain(response)``)."""
     from scrapy_domainstate.core.keys import is_site_root
-    from scrapy_domainstate.detect.classify import normalize_headers
+    from scrapy_domainstate.detect.headers import normalize_headers
 
     is_root = is_site_root(url)
     hdrs = normalize_headers(headers)

@@ -40,8 +40,10 @@ from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 from scrapy_domainstate.core.clock import DAY
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.record import Outcome
-from scrapy_domainstate.detect.classify import Classifier, Verdict, normalize_headers
+from scrapy_domainstate.detect.classify import Classifier
+from scrapy_domainstate.detect.headers import normalize_headers
 from scrapy_domainstate.detect.markers import BUILTIN_MARKERS, SMALL_PAGE, merge_markers
+from scrapy_domainstate.detect.verdict import Verdict
 
 ANTIBOT = Outcome.ANTIBOT
 DEAD = Outcome.DEAD

@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 
 from scrapy_domainstate.core.record import Outcome
-from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.classify import Classifier
 from scrapy_domainstate.detect.contacts import has_contact
+from scrapy_domainstate.detect.verdict import Verdict
 
 CORPUS = Path(__file__).parent / "corpus"
 RECALL_TARGET = 0.97

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from scrapy_domainstate.core.record import Method, Outcome
-from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.classify import Classifier
 from scrapy_domainstate.detect.evidence import (
     CACHE,
     JS_SHELL,
@@ -27,6 +27,7 @@ from scrapy_domainstate.detect.evidence import (
     response_verdict,
     with_usefulness,
 )
+from scrapy_domainstate.detect.verdict import Verdict
 
 FETCH, TAB = Method.FETCH, Method.TAB
 OK = Verdict(Outcome.OK_EMPTY, 200)

@@ -24,9 +24,10 @@ import pytest
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Policy
 from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
-from scrapy_domainstate.detect.classify import Classifier, Verdict
+from scrapy_domainstate.detect.classify import Classifier
 from scrapy_domainstate.detect.contacts import has_contact
 from scrapy_domainstate.detect.markers import LANDER_MAX_BYTES, PARKED_MAX_BYTES
+from scrapy_domainstate.detect.verdict import Verdict
 from scrapy_domainstate.store.codec import decode, encode
 from scrapy_domainstate.testing.sites import PARKED_PAGE, parked_page
 from scrapy_domainstate.tools.report import state_reason

@@ -457,7 +457,7 @@ def test_block_constant_is_a_hard_block():
 
 def test_rule7_the_evidence_module_marks_the_render_of_a_shell():
     from scrapy_domainstate.detect import evidence
-    from scrapy_domainstate.detect.classify import Verdict
+    from scrapy_domainstate.detect.verdict import Verdict
 
     page = Verdict(CONTACT, 200)
     shell = Verdict(EMPTY, 200, "js-shell", browser_fixable=True)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import pytest
 
 from scrapy_domainstate.core.config import Config
-from scrapy_domainstate.detect import contacts
 from scrapy_domainstate.detect.classify import Classifier
-from scrapy_domainstate.detect.scan import HAVE_HYPERSCAN
+from scrapy_domainstate.detect.scan import HAVE_HYPERSCAN, BodyScan
 from tests.unit.test_corpus import load_corpus
 from tests.unit.test_scan_equivalence import overhead_pages
 
@@ -25,18 +24,18 @@ def test_items_scan_without_contact_patterns_and_classify_the_same() -> None:
     items = Classifier(Config(outcome="items"), engine="hyperscan")
     assert with_contacts.contact_places and not items.contact_places
     items.prepare()
-    assert items._fast is not None and set(items._fast) == {True, False}
+    assert items._fast is not None and set(items._fast.scanners) == {True, False}
     pages = [(kind, 200, {"content-type": "text/html"}, page) for kind, page in overhead_pages().items()]
     pages += [(page.id, page.status, page.headers, page.body) for page in load_corpus()]
     fast_answers = 0
     for name, status, headers, body in pages:
         for view in (body, body[:20_000], body.upper()):
             for code in (status, 200):
-                contacts.share_places(b"", 0, [])
                 assert items.response(code, headers, view, "/", False) == with_contacts.response(
                     code, headers, view, "/", False
                 ), (name, code, len(view))
-                fast_answers += items._try_fast(code, items._headers(headers), view)[0] is not None
+                scan = BodyScan(view, items.scan_bytes)
+                fast_answers += items._try_fast(code, items.headers.pick(headers), scan)[0] is not None
     assert fast_answers  # the fast path answered for some pages (not only the full one)
 
 
@@ -44,9 +43,10 @@ def test_items_scan_without_contact_patterns_and_classify_the_same() -> None:
 def test_items_hand_no_contact_places_over() -> None:
     items = Classifier(Config(outcome="items"), engine="hyperscan")
     body = b"<html><title>x</title><body>" + b"word " * 400 + b"tel:+44 20 7946 0000</body></html>"
-    contacts.share_places(b"", 0, [])
-    items.response(200, {"content-type": "text/html"}, body, "/", False)
-    assert contacts._SHARED is not None and contacts._SHARED[0] is not body
+    scan = BodyScan(body, items.scan_bytes)
+    items.response(200, {"content-type": "text/html"}, scan, "/", False)
+    assert scan.places is None
     full = Classifier(Config(), engine="hyperscan")
-    full.response(200, {"content-type": "text/html"}, body, "/", False)
-    assert contacts._SHARED is not None and contacts._SHARED[0] is body
+    scan = BodyScan(body, full.scan_bytes)
+    full.response(200, {"content-type": "text/html"}, scan, "/", False)
+    assert scan.places is not None and any(end == body.index(b"tel:") + 4 for _, end in scan.places)

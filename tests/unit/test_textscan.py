@@ -12,6 +12,7 @@ from scrapy_domainstate.detect import scan as textscan
 from scrapy_domainstate.detect.classify import EXTENDED_SCAN_CAP, Classifier
 from scrapy_domainstate.detect.scan import (
     HAVE_HYPERSCAN,
+    BodyScan,
     LiteralScanner,
     extended_view,
     lowered,
@@ -98,9 +99,11 @@ def test_engine_names_are_checked() -> None:
 
 def test_lowered_view_is_made_once_per_body() -> None:
     body = b"<HTML><Title>Just A Moment</Title>" + b"X" * 100
-    first = lowered(body, 64)
-    assert first == body[:64].lower()
-    assert lowered(body, 64) is first  # shared: the contact scan reuses the classifier's copy
+    scan = BodyScan(body, 64)
+    first = scan.low
+    assert first == body[:64].lower() == lowered(body, 64)
+    assert scan.low is first  # made once: the contact scan reads the classifier's copy
+    assert BodyScan("Caf\u00e9 ABC", 100).low == "caf\u00e9 abc".encode() and BodyScan(None, 10).low == b""
     assert lowered(body, 32) == body[:32].lower()  # another limit: another view
     other = bytes(bytearray(body))  # equal but not the same object
     assert lowered(other, 64) == first and lowered(other, 64) is not first
@@ -152,8 +155,9 @@ def test_scan_databases_are_compiled_once_per_process() -> None:
     """Every classifier of a process (one per crawler) shares the compiled databases."""
     first, second = Classifier(), Classifier()
     assert first.scanner._db is second.scanner._db
-    assert first._fast_scanner(True)._db is second._fast_scanner(True)._db
-    assert first._fast_scanner(True)._db is not first._fast_scanner(False)._db  # another pattern set
+    assert first._fast is not None and second._fast is not None
+    assert first._fast.pattern_scanner(True)._db is second._fast.pattern_scanner(True)._db
+    assert first._fast.pattern_scanner(True)._db is not first._fast.pattern_scanner(False)._db  # another pattern set
 
 
 def test_pure_anchor_groups_are_chosen_once_per_literal_set() -> None:
