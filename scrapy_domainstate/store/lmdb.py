@@ -21,7 +21,7 @@ killed. A full map is doubled (under an exclusive ``flock`` on
 ``<path>/resize.lock``, so two processes never resize at once) and the batch
 retried; a map grown by another process is adopted (``set_mapsize(0)``).
 
-Hot paths: :meth:`LmdbStore.decide` reads the record's header only. A flush
+Hot paths: a decision (:meth:`DomainStore.decide`) reads the record's header only. A flush
 compares each stored record with the bytes this process read before applying its
 outcomes; when nobody else wrote it meanwhile, the locally applied record *is*
 the result (no decode, no re-apply), otherwise the entries are re-applied to the
