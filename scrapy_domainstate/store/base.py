@@ -20,7 +20,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from scrapy_domainstate.core.clock import FUTURE_MARGIN
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision, Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, RecentEntry, State
@@ -188,9 +187,8 @@ class DomainStore(ABC):
         """``(decision, state, state_expires_at)`` for a request to ``domain`` at ``now``.
 
         The one decision of every store (the hot path: a few microseconds). The rule is the
-        policy's (:meth:`Policy.decide_state` on a record's header, :meth:`Policy.current` and
-        :meth:`Policy.decide` on a whole one); a store only says where the record comes from,
-        with two hooks:
+        policy's (:meth:`Policy.header_decision` on a record's header, :meth:`Policy.decision`
+        on a whole one); a store only says where the record comes from, with two hooks:
 
         - :meth:`_record_for_decide`: this process's view of the domain (a
           :class:`DomainStat`), its stored encoding (``bytes``: only the fixed header is
@@ -214,34 +212,22 @@ class DomainStore(ABC):
             return memo[0]
         found = self._record_for_decide(domain, now)
         policy = self.policy
-        if found is None:
-            return policy.decide(None, now), State.UNKNOWN, policy.expiry(State.UNKNOWN, now)
-        if isinstance(found, DomainStat):  # this process's view: stored record + pending outcomes
-            stands = (
-                not policy.is_expired(found, now)
-                and found.state_changed_at <= now + FUTURE_MARGIN
-                and found.last_seen <= now + FUTURE_MARGIN
-            )
-            stat = policy.current(found, domain, now)
-            decided = policy.decide(stat, now), stat.state, stat.state_expires_at
-            if stands and self.decision_memo_seconds:
+        if found is None or isinstance(found, DomainStat):  # not stored, or this process's view
+            decided = policy.decision(found, domain, now)
+            if found is not None and self.decision_memo_seconds and policy.stands(found, now):
                 self._memo_decision(domain, decided, now)
             return decided
         try:
             state, expires, changed, probed, browser = decode_decision(found)
         except RecordError as exc:
             self._note_corrupt(domain, exc)
-            return policy.decide(None, now), State.UNKNOWN, policy.expiry(State.UNKNOWN, now)
-        if (expires is None or now < expires) and changed <= now + FUTURE_MARGIN:
-            decided = policy.decide_state(state, probed, changed, browser), state, expires
+            return policy.decision(None, domain, now)
+        header = policy.header_decision(state, expires, changed, probed, browser, now)
+        if header is not None:
             if self.decision_memo_seconds:
-                self._memo_decision(domain, decided, now)
-            return decided
-        # expired (the expiry chain needs the whole record), or stamped by a clock that ran ahead
-        whole = self._current_for_decide(domain, found, now)
-        if whole is None:
-            return policy.decide(None, now), State.UNKNOWN, policy.expiry(State.UNKNOWN, now)
-        return policy.decide(whole, now), whole.state, whole.state_expires_at
+                self._memo_decision(domain, header, now)
+            return header
+        return policy.decision(self._current_for_decide(domain, found, now), domain, now)
 
     def _record_for_decide(self, domain: str, now: float) -> DomainStat | bytes | None:
         """Hook of :meth:`decide`: where the domain's record comes from.
@@ -250,9 +236,10 @@ class DomainStore(ABC):
         its encoding (``bytes``, of :func:`~scrapy_domainstate.store.codec.encode`) when the
         store reads bytes, so that :meth:`decide` decodes only its header, or decoded. ``None``
         when not stored (or unreadable: the store degrades to "unknown"). Must not raise.
-        This default: :meth:`get`.
+        This default: :meth:`get` (inlined: a call less on the hot path).
         """
-        return self.get(domain)
+        view = self._view.get(domain)
+        return view if view is not None else self._load(domain)
 
     def _current_for_decide(self, domain: str, raw: bytes, now: float) -> DomainStat | None:
         """Hook of :meth:`decide`: the whole record at ``now`` (:meth:`Policy.current`) when the

@@ -108,7 +108,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis store needs redis-py: pip install 'scrapy-domainstate[redis]'") from exc
 
 from scrapy_domainstate.core.breaker import CircuitBreaker
-from scrapy_domainstate.core.clock import FUTURE_MARGIN
 from scrapy_domainstate.core.config import Config, ConfigError
 from scrapy_domainstate.core.policy import EXPIRES_TO, Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, RecentEntry, State
@@ -864,19 +863,13 @@ class RedisStore(DomainStore):
         if entry is not None and entry.raw is not raw:
             entry = None  # replaced by the reader meanwhile: not this reply's record
         stat = None if entry is None else entry.current
-        if stat is None or not self._holds(stat, now):
+        if stat is None or not self.policy.stands(stat, now):  # brought to an earlier now: still so?
             stat = self._decode_or_none(domain, raw)
             if stat is not None:
                 stat = self.policy.current(stat, domain, now)
                 if entry is not None:
                     entry.current = stat
         return stat
-
-    @staticmethod
-    def _holds(stat: DomainStat, now: float) -> bool:
-        """A record brought to a past ``now`` by :meth:`Policy.current` still stands at this one."""
-        expires = stat.state_expires_at
-        return (expires is None or now < expires) and stat.state_changed_at <= now + FUTURE_MARGIN
 
     # ------------------------------------------------------- URL dead marks
 
