@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import inspect
 import json
 import os
 import random
@@ -309,10 +310,16 @@ class Meter:
 
         gc.callbacks.append(on_gc)
 
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, fn: Callable[..., Any], receiver: bool = False) -> Callable[..., Any]:
+        """``fn`` timed by this meter. ``receiver``: ``fn`` is a signal receiver: the keyword
+        arguments it does not take are dropped, as the dispatcher does for ``fn`` itself (it
+        passes everything to a wrapper that takes ``**kw``)."""
         clock = self.clock
+        accepts = receiver_keywords(fn) if receiver else None
 
         def wrapper(*a: Any, **kw: Any) -> Any:
+            if accepts is not None and kw:
+                kw = {k: v for k, v in kw.items() if k in accepts}
             if self.depth:
                 return fn(*a, **kw)
             self.depth = 1
@@ -328,15 +335,37 @@ class Meter:
         return wrapper
 
 
+def receiver_keywords(fn: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword arguments a signal receiver takes (``None``: any). The dispatcher passes a
+    wrapper that takes ``**kw`` every argument of the signal: its wrapper drops the others."""
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params)
+
+
+class TargetError(LookupError):
+    """A patch target that is not in the package measured: the benchmark does not start."""
+
+
 def _resolve(target: str) -> tuple[Any, str] | None:
     """``"module:Class.attr"`` or ``"module:func"`` -> (owner, attribute), if it exists."""
+    try:
+        return resolve(target)
+    except TargetError:
+        return None
+
+
+def resolve(target: str) -> tuple[Any, str]:
+    """``"module:Class.attr"`` or ``"module:func"`` (or ``"module:name.attr"`` through what the
+    module imported) -> (owner, attribute); :class:`TargetError` naming what is missing."""
     import importlib
 
     module_name, _, path = target.partition(":")
     try:
         owner: Any = importlib.import_module(module_name)
-    except ImportError:
-        return None
+    except ImportError as exc:
+        raise TargetError(f"{target}: no module {module_name} ({exc})") from exc
     if module_name.startswith("scrapy_domainstate."):
         # Only the package being measured: an editable install elsewhere may still
         # provide modules this version does not have.
@@ -344,81 +373,214 @@ def _resolve(target: str) -> tuple[Any, str] | None:
 
         package = os.path.dirname(os.path.abspath(scrapy_domainstate.__file__))
         if not os.path.abspath(getattr(owner, "__file__", "") or "").startswith(package + os.sep):
-            return None
+            raise TargetError(f"{target}: {module_name} is not from the package at {package}")
     *parents, attr = path.split(".")
     for name in parents:
         owner = getattr(owner, name, None)
         if owner is None:
-            return None
-    if not hasattr(owner, attr):
-        return None
+            raise TargetError(f"{target}: no {name!r} on the way")
+    if not callable(getattr(owner, attr, None)):
+        raise TargetError(f"{target}: no callable {attr!r} in {owner!r}")
     return owner, attr
 
 
-def patch(target: str, meter: Meter) -> bool:
-    found = _resolve(target)
-    if found is None:
-        return False
-    owner, attr = found
+def patch(target: str, meter: Meter, receiver: bool = False) -> None:
+    """Time ``target`` with ``meter``; :class:`TargetError` if it does not exist."""
+    owner, attr = resolve(target)
     # getattr on the class gives the plain function (staticmethods stay plain callables).
     raw = owner.__dict__.get(attr) if isinstance(owner, type) else None
     fn = getattr(owner, attr)
-    wrapped = meter.wrap(fn)
+    wrapped = meter.wrap(fn, receiver)
     if isinstance(raw, staticmethod):
         wrapped = staticmethod(wrapped)  # type: ignore[assignment]
     setattr(owner, attr, wrapped)
-    return True
 
 
-#: The plugin's per-request entry points (timed outermost: what a request costs in the plugin).
-ENTRY_POINTS = (
-    "scrapy_domainstate.middleware:DomainStateMiddleware.process_request",
-    "scrapy_domainstate.middleware:DomainStateMiddleware.process_response",
-    "scrapy_domainstate.middleware:DomainStateMiddleware.process_exception",
-    "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.process_spider_exception",
-    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.record_items",
-    # Scrapy sends it for every request once the plugin listens (the send-gate's signal)
-    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.request_left_downloader",
-    # the extension's timer flush (a flush inside a request is counted with the request)
-    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.flush",
+# ----------------------------------------------------------- patch targets
+#
+# Derived from the code, not kept by hand: the components are what the add-on enables, their
+# entry points are their Scrapy hook methods (inspect), the manager's are its signal receivers
+# (its methods named after a Scrapy signal) and what the components' generator hooks call on
+# it (their code's names). Only the reactor's own callbacks are named (REACTOR_CALLBACKS), and
+# every target is resolved before a crawl starts: one that does not exist is an error.
+
+#: The runtime's per-crawl object, shared by the components (``DomainStateManager.for_crawler``).
+MANAGER = "scrapy_domainstate.runtime.lifecycle:DomainStateManager"
+#: Scrapy's component hooks by when they run (the plugin's cost per request, or once per crawl).
+REQUEST_HOOKS = frozenset(
+    {"process_request", "process_response", "process_exception", "process_spider_input", "process_spider_exception"}
+    | {"process_item"}
+)
+STARTUP_HOOKS = frozenset({"__init__", "update_settings", "open_spider"})
+CLOSE_HOOKS = frozenset({"close_spider"})
+#: Hooks that return a generator: a wrapper would time the spider's callback with them, so
+#: what they call on the manager is timed instead.
+GENERATOR_HOOKS = frozenset(
+    {"process_spider_output", "process_spider_output_async", "process_start_requests", "process_start"}
+)
+#: Built by Scrapy around ``__init__`` (which is timed).
+CONSTRUCTORS = frozenset({"from_crawler", "from_settings"})
+#: Scrapy signals of the start and of the end of a crawl (the others come per request).
+STARTUP_SIGNALS = frozenset({"engine_started", "spider_opened"})
+CLOSE_SIGNALS = frozenset({"spider_closed", "engine_stopped"})
+#: Called by the reactor, not through a component or a signal: the extension's timer flush
+#: and the store's flush (a flush inside a request is counted with the request).
+REACTOR_CALLBACKS = (
+    f"{MANAGER}.flush",
     "scrapy_domainstate.store.base:DomainStore.flush",
 )
-#: Start-up and shut-down, once per crawl (excluded from the per-request figure).
-STARTUP_POINTS = (
-    "scrapy_domainstate.addon:Addon.update_settings",
-    "scrapy_domainstate.middleware:DomainStateMiddleware.__init__",
-    "scrapy_domainstate.extension:DomainStateExtension.__init__",
-    "scrapy_domainstate.spidermw:DomainStateSpiderMiddleware.__init__",
-    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.open",
-)
-CLOSE_POINTS = ("scrapy_domainstate.runtime.lifecycle:DomainStateManager.close",)
 
-#: The per-stage table: (label, depth, candidate targets; the first that exists is timed).
+
+def _target(cls: type, name: str) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}.{name}"
+
+
+def components() -> list[type]:
+    """The add-on and the Scrapy components it enables (what ``update_settings`` puts in the
+    settings), in that order."""
+    from scrapy.settings import Settings
+
+    from scrapy_domainstate.addon import Addon
+
+    settings = Settings()
+    Addon(None).update_settings(settings)
+    found: list[type] = [Addon]
+    for setting in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES", "EXTENSIONS", "ITEM_PIPELINES"):
+        for component in settings.getdict(setting):
+            if isinstance(component, type) and component.__module__.startswith("scrapy_domainstate"):
+                found.append(component)
+    return found
+
+
+def _names_used(cls: type, fn: Any, seen: set[str]) -> set[str]:
+    """The attribute and global names ``fn``'s code uses (nested code too), and those of the
+    private methods of ``cls`` it calls."""
+    names: set[str] = set()
+    codes = [fn.__code__]
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(c for c in code.co_consts if inspect.iscode(c))
+    for name in list(names):
+        helper = cls.__dict__.get(name)
+        if name.startswith("_") and inspect.isfunction(helper) and name not in seen:
+            seen.add(name)
+            names |= _names_used(cls, helper, seen)
+    return names
+
+
+def manager_methods() -> dict[str, Any]:
+    """The manager's public methods, over its flow classes (``name -> function``)."""
+    owner, attr = resolve(MANAGER)
+    manager = getattr(owner, attr)
+    methods: dict[str, Any] = {}
+    for klass in reversed(manager.__mro__):
+        if not klass.__module__.startswith("scrapy_domainstate"):
+            continue
+        for name, value in vars(klass).items():
+            if not name.startswith("_") and inspect.isfunction(value):
+                methods[name] = value
+    return methods
+
+
+def _component_targets(meters: dict[str, list[str]], used: dict[str, set[str]]) -> None:
+    """The components' hooks into ``meters``; what their generator hooks use into ``used``."""
+    for component in components():
+        for name, value in vars(component).items():
+            if name in CONSTRUCTORS or not inspect.isfunction(value) or (name.startswith("_") and name != "__init__"):
+                continue
+            target = _target(component, name)
+            if name in STARTUP_HOOKS:
+                meters["startup"].append(target)
+            elif name in CLOSE_HOOKS:
+                meters["close"].append(target)
+            elif name in GENERATOR_HOOKS:
+                if not (inspect.isgeneratorfunction(value) or inspect.isasyncgenfunction(value)):
+                    raise TargetError(f"{target}: expected a generator hook")
+                used["request"] |= _names_used(component, value, set())
+            elif name in REQUEST_HOOKS:
+                meters["request"].append(target)
+            else:
+                raise TargetError(f"{target}: not a Scrapy hook this benchmark knows how to time")
+
+
+def plugin_targets() -> dict[str, list[str]]:
+    """The targets of the per-request, start-up and close meters (``"request"``, ``"startup"``,
+    ``"close"``), and ``"receivers"``: those of them that are signal receivers.
+
+    :class:`TargetError` if a component has a public method this benchmark does not know
+    when Scrapy calls, or if a target does not resolve.
+    """
+    from scrapy import signals as scrapy_signals
+
+    meters: dict[str, list[str]] = {"request": [], "startup": [], "close": []}
+    #: meter -> the names used by the code it cannot wrap (generators, coroutines)
+    used: dict[str, set[str]] = {"request": set(), "startup": set(), "close": set()}
+    _component_targets(meters, used)
+    owner, attr = resolve(MANAGER)
+    manager = getattr(owner, attr)
+    methods = manager_methods()
+    receivers: list[str] = []
+    for name, value in methods.items():
+        if not hasattr(scrapy_signals, name):
+            continue
+        # a receiver: the manager connects it to the Scrapy signal of its name
+        meter = "startup" if name in STARTUP_SIGNALS else "close" if name in CLOSE_SIGNALS else "request"
+        if inspect.iscoroutinefunction(value):  # a wrapper would time only making the coroutine
+            used[meter] |= _names_used(manager, value, set())
+        else:
+            meters[meter].append(f"{MANAGER}.{name}")
+            receivers.append(f"{MANAGER}.{name}")
+    taken = {t for targets in meters.values() for t in targets}
+    for meter, names in used.items():
+        for name in sorted(names & methods.keys()):
+            if not hasattr(scrapy_signals, name) and f"{MANAGER}.{name}" not in taken:
+                meters[meter].append(f"{MANAGER}.{name}")
+    meters["request"] += [t for t in REACTOR_CALLBACKS if t not in meters["request"]]
+    for targets in meters.values():
+        for target in targets:
+            resolve(target)
+    return {**meters, "receivers": receivers}
+
+
+#: The per-stage table: (label, depth, target), each where the runtime calls it (a function a
+#: runtime module imported is patched in that module: ``runtime.sources:scan_has_contact``; a class
+#: or module through the runtime's own reference to it: ``runtime.outcomes:evidence.x``), so
+#: the table follows the runtime, not where a helper is defined.
 _M = "scrapy_domainstate.runtime.lifecycle"
 _REQ = "scrapy_domainstate.runtime.requests"
 _OUT = "scrapy_domainstate.runtime.outcomes"
 _MW = "scrapy_domainstate.middleware"
-STAGES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
-    ("decision (process_request)", 0, (f"{_MW}:DomainStateMiddleware.process_request",)),
-    ("domain key", 1, (f"{_REQ}:request_keys", f"{_M}:DomainStateManager.key", f"{_REQ}:domain_key")),
-    ("request facts", 1, (f"{_M}:DomainStateManager._flags",)),
-    ("store.decide", 1, ("scrapy_domainstate.store.lmdb:LmdbStore.decide",)),
-    ("routing", 1, ("scrapy_domainstate.core.routing:route_of", "scrapy_domainstate.core.routing:route")),
-    ("acting on the route", 1, (f"{_M}:DomainStateManager._go",)),
-    ("browser-route checks (all calls)", 1, ("scrapy_domainstate.runtime.browser:BrowserRoute.reaches",)),
-    ("after the response (process_response)", 0, (f"{_MW}:DomainStateMiddleware.process_response",)),
-    ("response facts", 1, (f"{_M}:DomainStateManager._evidence_facts",)),
-    ("is_site_root", 2, (f"{_OUT}:is_site_root",)),
-    ("classification (all calls)", 1, ("scrapy_domainstate.detect.classify:Classifier.response",)),
-    ("browser-render verdict", 1, ("scrapy_domainstate.detect.evidence:rendered_verdict",)),
-    ("judging the evidence", 1, (f"{_OUT}:_judge", "scrapy_domainstate.detect.evidence:judge_response")),
-    ("contact scan", 1, ("scrapy_domainstate.runtime.sources:scan_has_contact",)),
-    ("record (manager)", 1, (f"{_M}:DomainStateManager.record",)),
-    ("store.record", 2, ("scrapy_domainstate.store.lmdb:LmdbStore.record",)),
-    ("policy.observe", 3, ("scrapy_domainstate.core.policy:Policy.observe",)),
-    ("signals check", 2, ("scrapy_domainstate.runtime.telemetry:Telemetry._listened",)),
-    ("store flush (write batch)", 0, ("scrapy_domainstate.store.lmdb:LmdbStore._write_batch",)),
+STAGES: tuple[tuple[str, int, str], ...] = (
+    ("decision (process_request)", 0, f"{_MW}:DomainStateMiddleware.process_request"),
+    ("domain key", 1, f"{_REQ}:request_keys"),
+    ("request facts", 1, f"{_M}:DomainStateManager._flags"),
+    ("store.decide", 1, "scrapy_domainstate.store.lmdb:LmdbStore.decide"),
+    ("routing", 1, f"{_REQ}:routing.route_of"),
+    ("acting on the route", 1, f"{_M}:DomainStateManager._go"),
+    ("browser-route checks (all calls)", 1, "scrapy_domainstate.runtime.browser:BrowserRoute.reaches"),
+    ("after the response (process_response)", 0, f"{_MW}:DomainStateMiddleware.process_response"),
+    ("response facts", 1, f"{_M}:DomainStateManager._evidence_facts"),
+    ("is_site_root", 2, f"{_OUT}:is_site_root"),
+    ("classification (all calls)", 1, f"{_M}:Classifier.response"),
+    ("browser-render verdict", 1, f"{_OUT}:evidence.rendered_verdict"),
+    ("judging the evidence", 1, f"{_OUT}:_judge"),
+    ("contact scan", 1, "scrapy_domainstate.runtime.sources:scan_has_contact"),
+    ("record (manager)", 1, f"{_M}:DomainStateManager.record"),
+    ("store.record", 2, "scrapy_domainstate.store.lmdb:LmdbStore.record"),
+    ("policy.observe", 3, "scrapy_domainstate.core.policy:Policy.observe"),
+    ("signals check", 2, "scrapy_domainstate.runtime.telemetry:Telemetry._listened"),
+    ("store flush (write batch)", 0, "scrapy_domainstate.store.lmdb:LmdbStore._write_batch"),
 )
+
+
+def all_targets() -> list[str]:
+    """Every target the benchmark patches, resolved (:class:`TargetError` on the first missing)."""
+    derived = plugin_targets()
+    targets = [*derived["request"], *derived["startup"], *derived["close"], *(t for _, _, t in STAGES)]
+    for target in targets:
+        resolve(target)
+    return targets
 
 
 def _time_plugin_stats(meter: Meter) -> None:
@@ -498,24 +660,26 @@ class Meters:
         self.closing = Meter(time.thread_time_ns)
         self.floor = Meter(time.thread_time_ns)
         self.stages: dict[str, Meter] = {}
-        self.missing: list[str] = []
+        targets = plugin_targets()  # before any patch: a missing target stops the crawl here
+        for _, _, target in STAGES:
+            resolve(target)
+        receivers = set(targets["receivers"])
         if mode == "on":
-            for target in ENTRY_POINTS:
-                patch(target, self.per_request)
+            for target in targets["request"]:
+                patch(target, self.per_request, target in receivers)
             self.per_request.count_gc()
         # Every crawl has one metered no-op middleware: the floor, and the same dispatch cost for all.
         for name in ("process_request", "process_response", "process_exception"):
             setattr(NoopMiddleware, name, self.floor.wrap(getattr(NoopMiddleware, name)))
         if mode in ("on", "stages"):
-            for target in STARTUP_POINTS:
-                patch(target, self.startup)
-            for target in CLOSE_POINTS:
-                patch(target, self.closing)
+            for target in targets["startup"]:
+                patch(target, self.startup, target in receivers)
+            for target in targets["close"]:
+                patch(target, self.closing, target in receivers)
         if mode == "stages":
-            for label, _, candidates in STAGES:
+            for label, _, target in STAGES:
                 meter = self.stages[label] = Meter(time.thread_time_ns)
-                if not any(patch(target, meter) for target in candidates):
-                    self.missing.append(label)
+                patch(target, meter)
             self.stages["Scrapy stats calls"] = Meter(time.thread_time_ns)
             _time_plugin_stats(self.stages["Scrapy stats calls"])
 
@@ -607,7 +771,6 @@ def child(args: argparse.Namespace) -> None:
             "states": states,
             "methods": {k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("domainstate/method/")},
             "stages": {k: [m.ns, m.calls] for k, m in meters.stages.items()},
-            "missing": meters.missing,
         }
     )
     print(json.dumps(result))
@@ -679,9 +842,6 @@ def _print_stages(stage_runs: list[dict[str, Any]]) -> None:
         print(f"  {'stage':<44}{'us/request':>11}{'calls/req':>11}{'us/call':>9}")
         depth = {label: d for label, d, _ in STAGES}
         for label, (ns, calls) in stage_run["stages"].items():
-            if label in stage_run["missing"]:
-                print(f"  {'  ' * depth.get(label, 0) + label:<44}{'n/a':>11}")
-                continue
             name = "  " * depth.get(label, 0) + label
             print(
                 f"  {name:<44}{ns / 1000 / reqs:>11.1f}{calls / reqs:>11.2f}{(ns / 1000 / calls if calls else 0):>9.1f}"

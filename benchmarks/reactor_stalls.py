@@ -49,15 +49,23 @@ import overhead  # noqa: E402 - the crawls, pages and server are overhead.py's
 TARGET_NS = 1_000_000
 LABELS = {"tiny": "0.7 KB pages", "real": "50 KB pages"}
 
-#: What runs on the reactor thread: the request path, the signal receivers, the timer flush,
-#: the store's flush and the writer's callback.
-HOOKS = (
-    *overhead.ENTRY_POINTS[:-2],
-    "scrapy_domainstate.runtime.lifecycle:DomainStateManager.response_downloaded",
+#: What runs on the reactor thread besides the plugin's entry points (overhead.py derives
+#: those: the request path, the signal receivers, the generator hooks' calls): the timer
+#: flush, the store's flush and the writer's callback.
+EXTRA_HOOKS = (
     "scrapy_domainstate.runtime.lifecycle:DomainStateManager.flush",
     "scrapy_domainstate.store.lmdb:LmdbStore.flush",
     "scrapy_domainstate.store.lmdb:LmdbStore._finish",
 )
+
+
+def hooks() -> list[str]:
+    """Every hook timed (each resolved: a missing one stops the benchmark)."""
+    entry = [t for t in overhead.plugin_targets()["request"] if t not in overhead.REACTOR_CALLBACKS]
+    found = [*entry, *(t for t in EXTRA_HOOKS if t not in entry)]
+    for target in found:
+        overhead.resolve(target)
+    return found
 
 
 class Longest:
@@ -71,11 +79,14 @@ class Longest:
         self.active = active
         self.collections = collections
 
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, fn: Callable[..., Any], receiver: bool = False) -> Callable[..., Any]:
         active, times, cpu, gcs, collections = self.active, self.times, self.cpu, self.gc, self.collections
         clock, thread_clock = time.perf_counter_ns, time.thread_time_ns
+        accepts = overhead.receiver_keywords(fn) if receiver else None  # (see overhead.Meter.wrap)
 
         def wrapper(*a: Any, **kw: Any) -> Any:
+            if accepts is not None and kw:
+                kw = {k: v for k, v in kw.items() if k in accepts}
             if active[0]:
                 return fn(*a, **kw)
             active[0] = 1
@@ -107,13 +118,11 @@ def child(args: argparse.Namespace) -> None:
 
     gc.callbacks.append(on_gc)
     meters: dict[str, Longest] = {}
-    for target in HOOKS:
-        found = overhead._resolve(target)
-        if found is None:
-            continue
-        owner, attr = found
+    receivers = set(overhead.plugin_targets()["receivers"])
+    for target in hooks():
+        owner, attr = overhead.resolve(target)
         meter = meters[target.rpartition(":")[2]] = Longest(active, collections)
-        setattr(owner, attr, meter.wrap(getattr(owner, attr)))
+        setattr(owner, attr, meter.wrap(getattr(owner, attr), target in receivers))
     if args.sync:
         from scrapy_domainstate.store.lmdb import LmdbStore
 

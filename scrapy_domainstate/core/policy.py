@@ -332,6 +332,30 @@ class Policy:
             stat = self.current(stat, stat.domain, now)
         return self.decide_state(stat.state, stat.probed_at, stat.state_changed_at, bool(stat.browser_since))
 
+    def decision(self, stat: DomainStat | None, domain: str, now: float) -> tuple[Decision, State, float | None]:
+        """``(decision, state, state_expires_at)`` of a whole record at ``now`` (``None``: not
+        stored, decided as a new domain). What a store's :meth:`~.DomainStore.decide` answers."""
+        if stat is None:
+            return self.decide(None, now), State.UNKNOWN, self.expiry(State.UNKNOWN, now)
+        stat = self.current(stat, domain, now)
+        return self.decide(stat, now), stat.state, stat.state_expires_at
+
+    def header_decision(
+        self, state: State, expires: float | None, changed_at: float, probed_at: float, browser: bool, now: float
+    ) -> tuple[Decision, State, float | None] | None:
+        """:meth:`decision` from a record's header fields alone (``codec.decode_decision``), or
+        ``None`` when they are not enough: the state has expired (the expiry chain needs the
+        whole record) or was stamped by a clock that ran ahead."""
+        if (expires is not None and now >= expires) or changed_at > now + FUTURE_MARGIN:
+            return None
+        return self.decide_state(state, probed_at, changed_at, browser), state, expires
+
+    def stands(self, stat: DomainStat, now: float) -> bool:
+        """Whether ``stat`` is the record as it stands at ``now`` (:meth:`current` would return it
+        unchanged): its state not expired, no stamp of a clock that ran ahead."""
+        limit = now + FUTURE_MARGIN
+        return not self.is_expired(stat, now) and stat.state_changed_at <= limit and stat.last_seen <= limit
+
     # ------------------------------------------------------------ outcomes
 
     def observe(

@@ -13,6 +13,7 @@ the flush triggers and the corrupt-record handling live here once.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from abc import ABC, abstractmethod
@@ -22,11 +23,16 @@ from typing import Any
 from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision, Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, RecentEntry, State
-from scrapy_domainstate.store.codec import RecordError
+from scrapy_domainstate.store.codec import RecordError, decode_decision
 
 __all__ = ["DomainStore", "StoreError"]
 
 logger = logging.getLogger(__name__)
+
+#: Decisions served from memory (see DomainStore.decide), at most this many: the domains a
+#: crawl is working through. A full memo forgets its DECIDED_DROP oldest (tens of us).
+DECIDED_MAX = 4096
+DECIDED_DROP = 256
 
 
 class StoreError(RuntimeError):
@@ -38,6 +44,9 @@ class DomainStore(ABC):
 
     #: A short name for logs and the ``scrapy domainstate stats`` output.
     name = "store"
+    #: Seconds a decision read from the store is served from memory (see :meth:`decide`): what
+    #: another process writes reaches this one's decisions within this long. ``0``: never.
+    decision_memo_seconds = 0.0
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None) -> None:
         if config is not None and not isinstance(config, Config):
@@ -57,6 +66,8 @@ class DomainStore(ABC):
         #: Buffered outcomes dropped because the backend kept failing (see _trim_buffer).
         self.dropped = 0
         self._logs: dict[str, list[str]] = {}
+        #: domain -> (its decision, read at, valid until): see decide.
+        self._decided: dict[str, tuple[tuple[Decision, State, float | None], float, float]] = {}
 
     # ---------------------------------------------------------- lifecycle
 
@@ -173,18 +184,87 @@ class DomainStore(ABC):
         return None
 
     def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
-        """``(decision, state, state_expires_at)`` for a request to ``domain`` at ``now``."""
-        stat = self.get(domain)
-        if stat is None:
-            new = self.policy.new(domain, now)
-            return self.policy.decide(None, now), new.state, new.state_expires_at
-        stat = self.policy.current(stat, domain, now)
-        return self.policy.decide(stat, now), stat.state, stat.state_expires_at
+        """``(decision, state, state_expires_at)`` for a request to ``domain`` at ``now``.
+
+        The one decision of every store (the hot path: a few microseconds). The rule is the
+        policy's (:meth:`Policy.header_decision` on a record's header, :meth:`Policy.decision`
+        on a whole one); a store only says where the record comes from, with two hooks:
+
+        - :meth:`_record_for_decide`: this process's view of the domain (a
+          :class:`DomainStat`), its stored encoding (``bytes``: only the fixed header is
+          decoded while the state holds), or ``None`` (not stored: decided as a new domain);
+        - :meth:`_current_for_decide`: the whole record at ``now``, when the stored header's
+          state has expired or was stamped by a clock that ran ahead.
+
+        A corrupt header counts as corrupt (:meth:`_note_corrupt`) and decides as unknown. A
+        record whose header is intact but whose tail is damaged is decided from its header;
+        the damage is reported when it is next fully read.
+
+        With :attr:`decision_memo_seconds` (LMDB), a decision of a state not expired (from a
+        stored header, or from the view of a domain with pending outcomes) is then served from
+        memory until the state expires or for that long, whichever comes first, at most
+        :data:`DECIDED_MAX` domains. This process's own writes invalidate it (an outcome
+        recorded for the domain, ``put``, ``delete``, ``clear``, ``sweep``); another process's
+        verdicts arrive within the bound.
+        """
+        memo = self._decided.get(domain)
+        if memo is not None and memo[1] <= now < memo[2]:
+            return memo[0]
+        found = self._record_for_decide(domain, now)
+        policy = self.policy
+        if found is None or isinstance(found, DomainStat):  # not stored, or this process's view
+            decided = policy.decision(found, domain, now)
+            if found is not None and self.decision_memo_seconds and policy.stands(found, now):
+                self._memo_decision(domain, decided, now)
+            return decided
+        try:
+            state, expires, changed, probed, browser = decode_decision(found)
+        except RecordError as exc:
+            self._note_corrupt(domain, exc)
+            return policy.decision(None, domain, now)
+        header = policy.header_decision(state, expires, changed, probed, browser, now)
+        if header is not None:
+            if self.decision_memo_seconds:
+                self._memo_decision(domain, header, now)
+            return header
+        return policy.decision(self._current_for_decide(domain, found, now), domain, now)
+
+    def _record_for_decide(self, domain: str, now: float) -> DomainStat | bytes | None:
+        """Hook of :meth:`decide`: where the domain's record comes from.
+
+        This process's view when it has one (pending outcomes), else the stored record: as
+        its encoding (``bytes``, of :func:`~scrapy_domainstate.store.codec.encode`) when the
+        store reads bytes, so that :meth:`decide` decodes only its header, or decoded. ``None``
+        when not stored (or unreadable: the store degrades to "unknown"). Must not raise.
+        This default: :meth:`get` (inlined: a call less on the hot path).
+        """
+        view = self._view.get(domain)
+        return view if view is not None else self._load(domain)
+
+    def _current_for_decide(self, domain: str, raw: bytes, now: float) -> DomainStat | None:
+        """Hook of :meth:`decide`: the whole record at ``now`` (:meth:`Policy.current`) when the
+        header of ``raw`` (what :meth:`_record_for_decide` returned) is not enough; ``None``:
+        decided as unknown (e.g. a corrupt tail, counted by :meth:`_load`). This default
+        reads it again through :meth:`_load` (which a store may serve from memory)."""
+        stat = self._load(domain)
+        return None if stat is None else self.policy.current(stat, domain, now)
+
+    def _memo_decision(self, domain: str, decided: tuple[Decision, State, float | None], now: float) -> None:
+        """Serve ``decided`` (of a state not expired at ``now``: the decision does not depend on
+        the time until it expires) for the next :attr:`decision_memo_seconds` at most."""
+        expires = decided[2]
+        until = now + self.decision_memo_seconds
+        memo_map = self._decided
+        if len(memo_map) >= DECIDED_MAX:
+            for old in list(itertools.islice(memo_map, DECIDED_DROP)):
+                del memo_map[old]
+        memo_map[domain] = (decided, now, until if expires is None or expires > until else expires)
 
     # ------------------------------------------------------------ writing
 
     def record(self, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
         """Apply an observation now (locally) and buffer it for the next flush."""
+        self._decided.pop(domain, None)
         stat, transition = self.policy.observe(self.get(domain), domain, entry)
         self._view[domain] = stat
         pending = self._pending.get(domain)
@@ -243,6 +323,7 @@ class DomainStore(ABC):
 
     def clear(self) -> int:
         self._pending, self._view, self._n_pending = {}, {}, 0
+        self._decided.clear()
         return self._clear()
 
     def set_state(self, domain: str, state: State, now: float, ttl: float | None = -1.0) -> DomainStat:
@@ -300,6 +381,7 @@ class DomainStore(ABC):
         )
 
     def _discard_pending(self, domain: str) -> None:
+        self._decided.pop(domain, None)
         self._n_pending -= len(self._pending.pop(domain, ()))
         self._view.pop(domain, None)
 
@@ -308,6 +390,7 @@ class DomainStore(ABC):
     def sweep(self, now: float) -> int:
         """Drop every record whose state has expired; returns how many."""
         self.flush()
+        self._decided.clear()
         expired = [s.domain for s in self.iter_records() if self.policy.is_expired(s, now)]
         for domain in expired:
             self._delete(domain)

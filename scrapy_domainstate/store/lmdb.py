@@ -21,7 +21,7 @@ killed. A full map is doubled (under an exclusive ``flock`` on
 ``<path>/resize.lock``, so two processes never resize at once) and the batch
 retried; a map grown by another process is adopted (``set_mapsize(0)``).
 
-Hot paths: :meth:`LmdbStore.decide` reads the record's header only. A flush
+Hot paths: a decision (:meth:`DomainStore.decide`) reads the record's header only. A flush
 compares each stored record with the bytes this process read before applying its
 outcomes; when nobody else wrote it meanwhile, the locally applied record *is*
 the result (no decode, no re-apply), otherwise the entries are re-applied to the
@@ -60,15 +60,14 @@ import lmdb
 from scrapy_domainstate.core.breaker import CircuitBreaker
 from scrapy_domainstate.core.clock import FUTURE_MARGIN
 from scrapy_domainstate.core.config import Config
-from scrapy_domainstate.core.policy import Decision, Policy, Transition
-from scrapy_domainstate.core.record import DomainStat, RecentEntry, State
+from scrapy_domainstate.core.policy import Policy, Transition
+from scrapy_domainstate.core.record import DomainStat, RecentEntry
 from scrapy_domainstate.store import _lmdbcheck
 from scrapy_domainstate.store.base import DomainStore, StoreError, apply_entries
 from scrapy_domainstate.store.codec import (
     Layout,
     RecordError,
     decode,
-    decode_decision,
     decode_header,
     decode_with_layout,
     encode,
@@ -109,10 +108,6 @@ KNOWN_RECORDS = 4096
 #: so that no call blocks the reactor for long; a backlog of up to two slices is one transaction.
 FLUSH_SLICE = 500
 FLUSH_BUDGET = 0.04
-#: Decisions of stable states served from memory (see LmdbStore.decide), at most this many: the
-#: domains a crawl is working through. A full memo forgets its DECIDED_DROP oldest (tens of us).
-DECIDED_MAX = 4096
-DECIDED_DROP = 256
 
 
 def _lru_key(last_seen: float, key: bytes) -> bytes:
@@ -509,8 +504,9 @@ class LmdbStore(DomainStore):
     breaker_max_seconds = 30.0
     #: URL dead marks kept while writes fail.
     max_buffered_urls = 10_000
-    #: Seconds a decision read from the store is served from memory (see :meth:`decide`): what
-    #: another process writes reaches this one's decisions within this long.
+    #: Seconds a decision read from the store is served from memory (see
+    #: :meth:`DomainStore.decide`, at most DECIDED_MAX domains): what another process writes
+    #: reaches this one's decisions within this long.
     decision_memo_seconds = 1.0
 
     def __init__(self, config: Config | None = None, policy: Policy | None = None, *, readonly: bool = False) -> None:
@@ -553,8 +549,6 @@ class LmdbStore(DomainStore):
         self._schedule: Callable[[Callable[[], None]], object] | None = None
         self._job: _Job | None = None
         self._again = False
-        #: domain -> (its decision, read at, valid until): see decide.
-        self._decided: dict[str, tuple[tuple[Decision, State, float | None], float, float]] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -840,81 +834,31 @@ class LmdbStore(DomainStore):
         for domain in keep:
             known[domain] = known.pop(domain)
 
-    def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
-        """The decision from the record's header only (no full decode).
-
-        Same answer as :meth:`DomainStore.decide`; falls back to it when this
-        process has pending outcomes for the domain, when the state has expired
-        (the expiry chain needs the whole record) or when the header is corrupt.
-        A record whose header is intact but whose tail is damaged is decided from
-        its header here; the damage is reported when it is next fully read.
-
-        The decision (of a state not expired, from the stored header or from this process's
-        view of a domain with pending outcomes) is then served from memory until the state
-        expires or for :attr:`decision_memo_seconds`, whichever comes first: neither the header
-        nor the view is read again (nor a tuple built) on every request. This process's own
-        writes invalidate it (an outcome recorded for the domain, ``put``, ``delete``, ``clear``,
-        ``sweep``); another process's verdicts arrive within the bound.
-        """
-        memo = self._decided.get(domain)
-        if memo is not None and memo[1] <= now < memo[2]:
-            return memo[0]
+    def _record_for_decide(self, domain: str, now: float) -> DomainStat | bytes | None:
+        """:meth:`DomainStore.decide`'s lookup: this process's view, else the stored bytes (one
+        short read transaction; decide decodes their header only, see ``decision_memo_seconds``
+        for what is then served from memory)."""
         shared = self._shared
         if shared is None or shared.pid != _PROC.pid or shared.env is None:
             shared = self._h()
         view = self._view.get(domain)
-        if view is not None:  # this process's view: stored record + pending outcomes
-            decided = super().decide(domain, now)
-            if (
-                not self.policy.is_expired(view, now)
-                and view.state_changed_at <= now + FUTURE_MARGIN
-                and view.last_seen <= now + FUTURE_MARGIN
-            ):
-                self._memo_decision(domain, decided, now)
-            return decided
+        if view is not None:
+            return view
         try:
             # begin/abort and a bytes copy: measured faster than a `with` block
             # and buffers=True for a few hundred bytes.
             txn = shared.env.begin(db=shared.records)
             try:
-                raw = txn.get(domain.encode("utf-8"))
+                raw: bytes | None = txn.get(domain.encode("utf-8"))
             finally:
                 txn.abort()
         except lmdb.BadValsizeError:  # empty or oversized key: never stored
-            raw = None
+            return None
         except lmdb.Error:
-            return self._decide_slow(domain, now)
-        policy = self.policy
-        if raw is None:
-            return policy.decide(None, now), State.UNKNOWN, policy.expiry(State.UNKNOWN, now)
-        try:
-            state, expires, changed_at, probed_at, browser = decode_decision(raw)
-        except RecordError:
-            return super().decide(domain, now)
-        if (expires is not None and now >= expires) or changed_at > now + FUTURE_MARGIN:
-            return super().decide(domain, now)  # expired, or stamped by a clock that ran ahead
-        decided = policy.decide_state(state, probed_at, changed_at, browser), state, expires
-        self._memo_decision(domain, decided, now)
-        return decided
-
-    def _memo_decision(self, domain: str, decided: tuple[Decision, State, float | None], now: float) -> None:
-        """Serve ``decided`` (of a state not expired at ``now``: the decision does not depend on
-        the time until it expires) for the next :attr:`decision_memo_seconds` at most."""
-        expires = decided[2]
-        until = now + self.decision_memo_seconds
-        memo_map = self._decided
-        if len(memo_map) >= DECIDED_MAX:
-            for old in list(itertools.islice(memo_map, DECIDED_DROP)):
-                del memo_map[old]
-        memo_map[domain] = (decided, now, until if expires is None or expires > until else expires)
-
-    def _decide_slow(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
-        # Map resized by another process, reader table full...: _read handles them.
-        key = domain.encode("utf-8")
-        raw = self._read(lambda txn, sh: txn.get(key, db=sh.records))
-        if raw is None:
-            return self.policy.decide(None, now), State.UNKNOWN, self.policy.expiry(State.UNKNOWN, now)
-        return super().decide(domain, now)
+            # Map resized by another process, reader table full...: _read handles them.
+            key = domain.encode("utf-8")
+            return self._read(lambda txn, sh: txn.get(key, db=sh.records))
+        return raw
 
     def count(self) -> int:
         return self._read(lambda txn, sh: txn.stat(sh.records)["entries"])
@@ -973,7 +917,6 @@ class LmdbStore(DomainStore):
         outcomes stay buffered, at most :attr:`max_buffered`)."""
         if self._shared is not None and self._shared.pid != _PROC.pid:
             self._forget_parent()
-        self._decided.pop(domain, None)
         return self._record_buffering(domain, entry)
 
     def mark_url_dead(self, fingerprint: str, until: float) -> None:

@@ -108,13 +108,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis store needs redis-py: pip install 'scrapy-domainstate[redis]'") from exc
 
 from scrapy_domainstate.core.breaker import CircuitBreaker
-from scrapy_domainstate.core.clock import FUTURE_MARGIN
 from scrapy_domainstate.core.config import Config, ConfigError
-from scrapy_domainstate.core.policy import EXPIRES_TO, Decision, Policy, Transition
+from scrapy_domainstate.core.policy import EXPIRES_TO, Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, RecentEntry, State
 from scrapy_domainstate.store._readcache import ReadCache
 from scrapy_domainstate.store.base import DomainStore, StoreError, apply_entries
-from scrapy_domainstate.store.codec import RecordError, decode, decode_decision, encode
+from scrapy_domainstate.store.codec import RecordError, decode, encode
 
 __all__ = ["RedisStore", "mask_url"]
 
@@ -842,45 +841,35 @@ class RedisStore(DomainStore):
         raw = self._cached(self._rkey(domain))
         return None if raw is None else self._decode(domain, raw)
 
-    def decide(self, domain: str, now: float) -> tuple[Decision, State, float | None]:
-        # Hot path: decode only the fixed header unless the state has expired.
-        if domain in self._view:
-            return super().decide(domain, now)
+    def _record_for_decide(self, domain: str, now: float) -> DomainStat | bytes | None:
+        """:meth:`DomainStore.decide`'s lookup: this process's view, else the stored bytes from
+        the read cache (marked used, so the reader keeps it fresh) or, without one, one ``GET``."""
+        view = self._view.get(domain)
+        if view is not None:
+            return view
         key = self._rkey(domain)
         cache = self.cache
         entry = None if cache is None else cache.entries.get(key)
         if entry is not None:
             entry.used = True
-            raw = entry.raw
-        else:
-            raw = self._read(key)
-        if raw is not None:
-            try:
-                state, expires, changed, probed, browser = decode_decision(raw)
-            except RecordError as exc:
-                self._note_corrupt(domain, exc)
-            else:
-                if (expires is None or now < expires) and changed <= now + FUTURE_MARGIN:
-                    return self.policy.decide_state(state, probed, changed, browser), state, expires
-                # expired, or stamped by a clock that ran ahead: the whole record decides
-                # (decoded once per cached reply: the record as it stands while it holds)
-                stat = None if entry is None else entry.current
-                if stat is None or not self._holds(stat, now):
-                    stat = self._decode_or_none(domain, raw)
-                    if stat is not None:
-                        stat = self.policy.current(stat, domain, now)
-                        if entry is not None:
-                            entry.current = stat
-                if stat is not None:
-                    return self.policy.decide(stat, now), stat.state, stat.state_expires_at
-        new = self.policy.new(domain, now)
-        return self.policy.decide(None, now), new.state, new.state_expires_at
+            return entry.raw
+        return self._read(key)
 
-    @staticmethod
-    def _holds(stat: DomainStat, now: float) -> bool:
-        """A record brought to a past ``now`` by :meth:`Policy.current` still stands at this one."""
-        expires = stat.state_expires_at
-        return (expires is None or now < expires) and stat.state_changed_at <= now + FUTURE_MARGIN
+    def _current_for_decide(self, domain: str, raw: bytes, now: float) -> DomainStat | None:
+        """The whole record at ``now``, decoded once per cached reply (the record as it stands
+        while it holds), not at every decision."""
+        cache = self.cache
+        entry = None if cache is None else cache.entries.get(self._rkey(domain))
+        if entry is not None and entry.raw is not raw:
+            entry = None  # replaced by the reader meanwhile: not this reply's record
+        stat = None if entry is None else entry.current
+        if stat is None or not self.policy.stands(stat, now):  # brought to an earlier now: still so?
+            stat = self._decode_or_none(domain, raw)
+            if stat is not None:
+                stat = self.policy.current(stat, domain, now)
+                if entry is not None:
+                    entry.current = stat
+        return stat
 
     # ------------------------------------------------------- URL dead marks
 

@@ -55,9 +55,87 @@ def test_callgrind_totals_and_slopes_are_read(tmp_path: Path) -> None:
 def test_the_overhead_benchmark_names_only_what_exists() -> None:
     """Every entry point and stage the timing benchmark patches is in the package."""
     overhead = _load("overhead")
-    targets = [*overhead.ENTRY_POINTS, *overhead.STARTUP_POINTS, *overhead.CLOSE_POINTS]
-    targets += [t for _, _, candidates in overhead.STAGES for t in candidates]
+    derived = overhead.plugin_targets()
+    targets = [*derived["request"], *derived["startup"], *derived["close"]]
+    targets += [target for _, _, target in overhead.STAGES]
+    assert sorted(overhead.all_targets()) == sorted(targets)
     assert [t for t in targets if overhead._resolve(t) is None] == []
+
+
+def test_the_overhead_benchmark_derives_the_plugin_entry_points() -> None:
+    """The patch list comes from the code: the add-on's components' hooks, the manager's
+    signal receivers and what the generator hooks call (the entry points once kept by hand
+    among them), each where it runs."""
+    overhead = _load("overhead")
+    derived = overhead.plugin_targets()
+    mw, spidermw = "scrapy_domainstate.middleware:DomainStateMiddleware", "scrapy_domainstate.spidermw"
+    manager = "scrapy_domainstate.runtime.lifecycle:DomainStateManager"
+    assert {
+        f"{mw}.process_request",
+        f"{mw}.process_response",
+        f"{mw}.process_exception",
+        f"{spidermw}:DomainStateSpiderMiddleware.process_spider_exception",
+        f"{manager}.record_items",  # called by the spider middleware's generator hook
+        f"{manager}.request_left_downloader",  # a signal receiver
+        f"{manager}.flush",
+        "scrapy_domainstate.store.base:DomainStore.flush",
+    } <= set(derived["request"])
+    assert {
+        "scrapy_domainstate.addon:Addon.update_settings",
+        f"{mw}.__init__",
+        "scrapy_domainstate.extension:DomainStateExtension.__init__",
+        f"{spidermw}:DomainStateSpiderMiddleware.__init__",
+        f"{manager}.spider_opened",
+    } <= set(derived["startup"])
+    # spider_closed is a coroutine: what it calls on the manager is timed instead
+    assert f"{manager}.close" in derived["close"]
+    assert set(derived["receivers"]) <= set(derived["request"] + derived["startup"] + derived["close"])
+    # no target is in two meters
+    every = derived["request"] + derived["startup"] + derived["close"]
+    assert len(every) == len(set(every))
+    # a generator or coroutine hook is never wrapped (its wrapper would time the spider's callback)
+    assert not any(t.endswith(("process_spider_output", "process_start", ".spider_closed")) for t in every)
+
+
+def test_a_missing_overhead_target_stops_the_benchmark() -> None:
+    """A target that does not exist is an error before the crawl, not a stage left out."""
+    overhead = _load("overhead")
+    meter = overhead.Meter(lambda: 0)
+    for target in (
+        "scrapy_domainstate.middleware:DomainStateMiddleware.no_such_hook",
+        "scrapy_domainstate.no_such_module:thing",
+        "scrapy_domainstate.runtime.outcomes:no_such_module.func",
+    ):
+        with pytest.raises(overhead.TargetError, match="no "):
+            overhead.patch(target, meter)
+        assert overhead._resolve(target) is None
+
+    class Component:
+        def process_request(self, request: object) -> None: ...
+
+        def handle_it(self) -> None: ...
+
+    original = overhead.components
+    overhead.components = lambda: [Component]
+    try:
+        with pytest.raises(overhead.TargetError, match="handle_it"):
+            overhead.plugin_targets()
+    finally:
+        overhead.components = original
+
+
+def test_the_overhead_meter_passes_a_receiver_only_its_arguments() -> None:
+    """The dispatcher gives a ``**kw`` wrapper every argument of the signal; the receiver
+    gets those it takes."""
+    overhead = _load("overhead")
+    meter = overhead.Meter(lambda: 0)
+
+    def receiver(request: object, spider: object = None) -> object:
+        return request
+
+    wrapped = meter.wrap(receiver, receiver=True)
+    assert wrapped(request=1, spider=None, signal=object(), sender=object()) == 1
+    assert meter.calls == 1
 
 
 @pytest.mark.redis

@@ -100,3 +100,35 @@ def test_observe_is_the_plain_composition(entries: list[RecentEntry], config: in
         assert fast == before  # the input is never mutated
         assert fast_out is not fast
         fast, slow = fast_out, slow_out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sequences(),
+    st.sampled_from(range(len(CONFIGS))),
+    st.sampled_from([-7200.0, -50.0, 0.0, 1.0, 600.0, DAY, 8 * DAY, 40 * DAY]),
+)
+def test_the_decision_from_a_header_is_the_whole_records(entries: list[RecentEntry], config: int, later: float) -> None:
+    """``Policy.header_decision`` (what a store decides from a record's header) answers only
+    when it is ``Policy.decision``'s answer on the whole record, and always while the record
+    stands (``Policy.stands``: ``current`` would return it unchanged)."""
+    policy = Policy(CONFIGS[config])
+    stat: DomainStat | None = None
+    for entry in entries:
+        stat, _ = policy.observe(stat, "example.com", entry)
+    assert stat is not None
+    now = entries[-1].at + later
+    before = stat.copy()
+    whole = policy.decision(stat, "example.com", now)
+    current = policy.current(stat, "example.com", now)
+    assert whole == (policy.decide(current, now), current.state, current.state_expires_at)
+    header = policy.header_decision(
+        stat.state, stat.state_expires_at, stat.state_changed_at, stat.probed_at, bool(stat.browser_since), now
+    )
+    assert header is None or header == whole
+    assert policy.stands(stat, now) == (current is stat)
+    if policy.stands(stat, now):
+        assert header == whole
+    assert stat == before
+    new = policy.new("example.com", now)
+    assert policy.decision(None, "example.com", now) == (policy.decide(None, now), new.state, new.state_expires_at)
