@@ -148,13 +148,9 @@ async def test_a_retry_after_beyond_the_cap_pauses_the_host_never_hard(
     assert len(pauses) == 3 and "Retry-After 60" in pauses[0]
 
 
-@pytest_twisted.ensureDeferred
-async def test_a_host_that_times_out_is_paused_and_pauses_confirm_dead(
-    sites: Any, crawl_settings: Any, run_crawl: Any
-) -> None:
-    sites.pages = (*PAGES, *EXTRA_PAGES)
-    sites.set_kind("slow.test", "slow", delay=30)
-    settings = {
+def _pausing(crawl_settings: Any) -> dict[str, Any]:
+    """Shipped defaults, timeouts at 0.5 s, a pause after 3, a dead hold of 1 s, every crawl a visit."""
+    return {
         **ds(crawl_settings),
         "DOWNLOAD_TIMEOUT": 0.5,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
@@ -162,6 +158,15 @@ async def test_a_host_that_times_out_is_paused_and_pauses_confirm_dead(
         "DOMAINSTATE_DEAD_CONFIRM_AFTER": 0,
         "DOMAINSTATE_DEAD_HOLD": 1,
     }
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_host_that_times_out_is_paused_and_pauses_confirm_dead(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    sites.pages = (*PAGES, *EXTRA_PAGES)
+    sites.set_kind("slow.test", "slow", delay=30)
+    settings = _pausing(crawl_settings)
     urls = [sites.url("slow.test", page) for page in sites.pages]
     first = await run_crawl(settings, urls)
     # three timeouts, then nothing more is sent (but the one request already on its way)
@@ -200,14 +205,7 @@ async def test_a_host_that_answered_is_held_on_its_down_visits_never_confirmed_d
     sites: Any, crawl_settings: Any, run_crawl: Any
 ) -> None:
     sites.pages = (*PAGES, *EXTRA_PAGES)
-    settings = {
-        **ds(crawl_settings),
-        "DOWNLOAD_TIMEOUT": 0.5,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-        "DOMAINSTATE_PAUSE_AFTER": 3,
-        "DOMAINSTATE_DEAD_CONFIRM_AFTER": 0,
-        "DOMAINSTATE_DEAD_HOLD": 1,
-    }
+    settings = _pausing(crawl_settings)
     sites.set_kind("parttime.test", "friendly")
     urls = [sites.url("parttime.test", page) for page in sites.pages]
     await run_crawl(settings, urls[:1])  # up: it answers (one page: still unknown, not friendly)
