@@ -779,21 +779,23 @@ def test_rate_limited_sites_slow_the_plugins_slot_and_it_is_remembered():
 def test_hosts_down_for_hours_are_paused_and_not_rendered():
     """Every request of a 12-page site times out, for every visit: the fixable fallback sends 12
     GETs and 12 renders; the plugin re-issues none once two in a row failed, pauses the host after
-    DOMAINSTATE_PAUSE_AFTER (5) timeouts (the requests still to send are not), and two visits'
-    pauses confirm dead."""
+    DOMAINSTATE_PAUSE_AFTER (5) timeouts (the requests still to send are not), and, the host never
+    having answered, three visits' pauses confirm dead (a timeout is not a dead signal: two
+    visits' dead signals would)."""
     mix = one_kind("friendly", [1.0, 1.0], down=[1.0, 1.0])
     mix["pages"] = {"range": [12, 12]}
-    result = run(defaults=True, sites=20, rounds=3, mix=mix)
+    result = run(defaults=True, sites=20, rounds=4, mix=mix)
     for r in result["rounds"]:
         assert (r["fixable"]["requests"], r["fixable"]["renders"]) == (480, 240)
         assert r["oracle"]["requests"] == 0  # it knows the host is down
     assert [(r["domainstate"]["requests"], r["domainstate"]["renders"]) for r in result["rounds"]] == [
         (240, 20),
         (240, 20),
+        (240, 20),
         (0, 0),
     ]
-    assert result["params"]["manners"]["paused_hosts"] == 40
-    assert result["states"][2] == {"only|dead": 20}
+    assert result["params"]["manners"]["paused_hosts"] == 60
+    assert result["states"][3] == {"only|dead": 20}
     never = run(defaults=True, sites=20, rounds=1, mix=mix, overrides=["DOMAINSTATE_PAUSE_AFTER=0"])
     assert never["rounds"][0]["domainstate"]["requests"] > 240
 
