@@ -88,8 +88,9 @@ class MannersFlow(Parts):
             deferred_from_coro(self.crawler.engine.close_spider_async(reason="domainstate_blocked"))
 
     def _paused(self, hostname: str, domain: str, request: Request, verdict: Verdict) -> None:
-        """A host that keeps timing out is paused for the crawl; the pause is a dead signal, so
-        pauses on two visits confirm ``dead`` as other dead signals do."""
+        """A host that keeps timing out is paused for the crawl; the pause is recorded as the
+        visit's dead verdict (the policy holds it for the visit, and confirms ``dead`` only on a
+        host that never answered, after three paused visits)."""
         self.telemetry.inc("paused_hosts")
         logger.warning(
             "scrapy-domainstate: pausing %s for the rest of this crawl: %d %s failures in a row; "
