@@ -567,6 +567,15 @@ class Policy:
             # A host paused for a visit (its requests timed out N times in a row): the pause sums
             # up its own streak, so it is a visit's dead verdict by itself (held, then confirmed).
             return State.DEAD, f"paused ({streak[0].error_class})"
+        if (
+            streak
+            and stat.dead_visits
+            and entry.method is not Method.HEAD
+            and entry.at - stat.dead_at >= self.config.dead_confirm_after
+        ):
+            # The confirmation visit costs one request: an earlier visit's dead verdict (not
+            # broken since by any answer) is confirmed by this visit's first dead signal.
+            return State.DEAD, f"a dead signal confirms an earlier visit's ({entry.error_class or entry.status})"
         return None
 
     def _maybe_friendly(self, stat: DomainStat) -> tuple[State, str] | None:

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest_twisted
 from scrapy.exceptions import IgnoreRequest
+from twisted.internet import reactor
+from twisted.internet.task import deferLater
 
 from scrapy_domainstate.core.record import Method, State
 from tests.scrapy.test_e2e import ds_defaults, record_of, states
@@ -34,6 +36,32 @@ async def test_a_dead_domain_costs_its_probe_and_the_confirmation(
     assert result.stats["domainstate/probe/waited"] >= 5
     assert "domainstate/probe/wait_timeout" not in result.stats
     assert result.stats.get("domainstate/method/head", 0) == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_confirmation_visit_of_a_dead_domain_costs_one_request(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    settings = {
+        **ds_defaults(crawl_settings),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+        "DOMAINSTATE_DEAD_HOLD": 1,  # the first visit's hold, ended before the next visit
+        "DOMAINSTATE_DEAD_CONFIRM_AFTER": 1,
+    }
+    urls = [sites.url("dead-root.test", p) for p in ("/", "/", "/", "/")]
+    await run_crawl(settings, urls)
+    assert sites.methods("dead-root.test") == ["GET", "GET"]  # a first visit needs two signals
+    held = record_of(settings, "dead-root.test")
+    assert held.state is State.DEAD and held.dead_visits == 1
+    await deferLater(reactor, 1.2, lambda: None)  # the hold is over: the next visit
+    result = await run_crawl(settings, urls)
+    # the later visit's first request confirms the verdict; the other three are skipped
+    assert sites.methods("dead-root.test") == ["GET", "GET", "GET"]
+    confirmed = record_of(settings, "dead-root.test")
+    assert confirmed.state is State.DEAD and confirmed.dead_visits == 2
+    assert confirmed.state_expires_at is not None
+    assert confirmed.state_expires_at - confirmed.state_changed_at > 29 * 86400  # the full 30 d
+    assert len([f for f in result.failures if isinstance(f.exception, IgnoreRequest)]) == 3
 
 
 @pytest_twisted.ensureDeferred

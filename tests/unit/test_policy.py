@@ -692,9 +692,13 @@ def test_lazy_expiry_clears_recent_keeps_counters():
     assert rec.recent == []
     assert stored.recent  # the stored record is untouched
     assert (rec.fetch_total, rec.fetch_ok, rec.fetch_ok_empty, rec.tab_total, rec.tab_ok) == (5, 1, 1, 2, 1)
-    # the dead streak does not survive the expiry
-    s.see(F, DEAD, dt=0)
+    # the dead streak does not survive the expiry: a HEAD with the old entries would make it dead
+    s.see(H, DEAD, dt=0)
     assert s.state is State.UNKNOWN
+    # (the visit chain does: this later visit's first dead GET confirms the earlier verdict)
+    s.see(F, DEAD, dt=0)
+    assert s.state is State.DEAD
+    assert s.stat.state_expires_at == s.t + 30 * DAY
 
 
 def test_current_returns_the_record_itself_when_nothing_changes():

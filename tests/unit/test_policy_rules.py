@@ -145,6 +145,7 @@ def test_rule3_friendly_counts_lifetime_fetches(settings, plan, expected):
 # =====================================================================
 
 DNS2 = [step(H, DEAD, "dns"), step(F, DEAD, "dns")]
+DNS1 = [step(F, DEAD, "dns")]
 ALIVE = [step(F, CONTACT)]
 
 DEAD_CHAIN = [
@@ -163,6 +164,15 @@ DEAD_CHAIN = [
     ("alive-between", [(0, DNS2), (DAY + 1, ALIVE), (WEEK + 1, DNS2)], [DAY, None, DAY]),
     # a week-long outage seen on two visits is confirmed; a one-visit outage costs a day
     ("one-visit-outage", [(0, DNS2), (DAY + 1, ALIVE * 3)], [DAY, None]),
+    # the confirmation visit costs one request: its first dead signal confirms the earlier verdict
+    ("confirmed-by-one-request", [(0, DNS2), (DAY + 1, DNS1)], [DAY, 30 * DAY]),
+    ("reconfirmed-by-one-request", [(0, DNS2), (DAY + 1, DNS1), (31 * DAY, DNS1)], [DAY, 30 * DAY, 60 * DAY]),
+    # ... but not by a HEAD alone, nor within the visit, nor after an answer broke the chain
+    ("a-head-does-not-confirm", [(0, DNS2), (DAY + 1, [step(H, DEAD, "dns")])], [DAY, None]),
+    ("same-visit-one-signal", [(0, DNS2), ("reset", 10 * 60), (0, DNS1)], [DAY, None, None]),
+    ("alive-then-one-signal", [(0, DNS2), (DAY + 1, ALIVE), (WEEK + 1, DNS1)], [DAY, None, None]),
+    # a first visit still needs two signals (never dead from one request)
+    ("one-signal-first-visit", [(0, DNS1)], [None]),
 ]
 
 
