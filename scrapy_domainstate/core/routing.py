@@ -171,6 +171,9 @@ def route_of(
     return found
 
 
+#: The decisions whose route can be a skip (:func:`_route`): every other one is sent.
+MAY_SKIP = frozenset({Decision.SKIP, Decision.BROWSER})
+
 #: (decision, force, browser, browser_route, can_wait, ask_remote) -> its route (at most 160).
 _ROUTES: dict[tuple[Decision, bool, bool, bool, bool, bool], Route] = {}
 

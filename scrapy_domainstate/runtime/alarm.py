@@ -47,19 +47,24 @@ class BlockedAlarm:
 
     def observe(self, domain: str, wall: bool) -> bool:
         """One plain response's outcome; True when this one raises the alarm."""
-        if not self.enabled:
+        if self.share <= 0:  # (not the ``enabled`` property: once per response)
             return False
-        self._seen.append((domain, wall))
-        self._domains[domain] += 1
+        seen, domains = self._seen, self._domains
+        seen.append((domain, wall))
+        domains[domain] += 1
         self._walls += wall
-        if len(self._seen) > self.window:
-            old, old_wall = self._seen.popleft()
+        n = len(seen)
+        if n > self.window:
+            old, old_wall = seen.popleft()
+            n -= 1
             self._walls -= old_wall
-            self._domains[old] -= 1
-            if not self._domains[old]:
-                del self._domains[old]
-        full = len(self._seen) >= self.window and len(self._domains) >= MIN_DOMAINS
-        ratio = self._walls / len(self._seen)
+            left = domains[old] - 1
+            if left:
+                domains[old] = left
+            else:
+                del domains[old]
+        full = n >= self.window and len(domains) >= MIN_DOMAINS
+        ratio = self._walls / n
         if not self.on and full and ratio >= self.share:
             self.on = True
             self.raised += 1

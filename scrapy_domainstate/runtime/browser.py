@@ -266,7 +266,10 @@ class BrowserRoute:
         if not self._items:
             return False
         meta = request.meta
-        return all(meta.get(k) == v for k, v in self._items)
+        for key, value in self._items:  # noqa: SIM110 - a loop, not all() over a generator: the hot path
+            if meta.get(key) != value:
+                return False
+        return True
 
     def meta_for(self, meta: Mapping[str, Any]) -> dict[str, Any]:
         """What to merge into a request's ``meta`` to render it (only when :attr:`enabled`)."""

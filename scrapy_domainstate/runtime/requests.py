@@ -111,8 +111,9 @@ class RequestFlow(OutcomeFlow):
         repeat = None if seen is None else _repeat(seen, retries, redirects)
         # Spiders often build requests with ``meta=response.meta``: what this plugin wrote
         # for the parent (its decision, its pending outcome) must not ride along.
-        for key in PER_REQUEST_KEYS:
-            meta.pop(key, None)
+        if not meta.keys().isdisjoint(PER_REQUEST_KEYS):  # (one C call when none rides along)
+            for key in PER_REQUEST_KEYS:
+                meta.pop(key, None)
         url = request.url
         robots = url.endswith("/robots.txt") and bool(meta.get("dont_obey_robotstxt"))
         domain, host = request_keys(url, self.config.per_hostname)
@@ -195,8 +196,8 @@ class RequestFlow(OutcomeFlow):
             route, state, expires = routing.dead_url_of(False), State.DEAD, None
         else:
             decision, state, expires = self._decide_url(url, domain, now, host)
-            if state in LEARNING:
-                return False
+            if state in LEARNING or decision not in routing.MAY_SKIP:
+                return False  # (only a skip or a browser-only decision can be a skip route)
             route = routing.route_of(decision, *self._flags(request))
         if route is None or route.action is not routing.Action.SKIP:
             return False

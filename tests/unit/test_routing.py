@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from scrapy_domainstate.core.policy import Decision
 from scrapy_domainstate.core.routing import (
     DOMAIN,
+    MAY_SKIP,
     NO_BROWSER,
     NO_DOMAIN,
     NOT_HTTP,
@@ -22,6 +24,7 @@ from scrapy_domainstate.core.routing import (
     dead_url,
     robots_txt,
     route,
+    route_of,
 )
 
 PLAIN = RequestFacts(scheme="https", domain="example.com")
@@ -123,6 +126,17 @@ def test_every_decision_has_a_route() -> None:
             got = route(facts, decision)
             assert got.action in (Action.SKIP, Action.FETCH, Action.TAB)
             assert got.action is Action.SKIP or got.decision in (D.FETCH, FTB, D.BROWSER)
+
+
+def test_only_the_decisions_of_may_skip_have_a_skip_route() -> None:
+    # the skip-before-queue filter stops at a decision outside MAY_SKIP without building a route
+    skipping = {
+        decision
+        for decision in Decision
+        for flags in itertools.product((False, True), repeat=5)
+        if route_of(decision, *flags).action is Action.SKIP
+    }
+    assert skipping == MAY_SKIP
 
 
 ROBOTS_FACTS = replace(PLAIN, robots=True)
