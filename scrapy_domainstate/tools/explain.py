@@ -260,6 +260,14 @@ def _expiry_line(shown: Shown) -> str | None:
     return f"it expires {when} ({iso(shown.expires)}) -> {target}{again}"
 
 
+def _dead_line(shown: Shown, config: Config) -> str:
+    """What makes an unknown domain dead: two signals, or one when an earlier visit's dead verdict
+    stands unbroken (its confirmation visit)."""
+    if shown.current.dead_visits:
+        return "it was held dead on an earlier visit: one dead signal (not a HEAD alone) confirms it -> dead"
+    return f"{config.dead_threshold} dead signals in a row (DNS, refused, 404 on the root) -> dead"
+
+
 def _changes(shown: Shown, config: Config) -> list[str]:
     state, key = shown.state, shown.key
     stored = shown.stored
@@ -283,7 +291,7 @@ def _changes(shown: Shown, config: Config) -> list[str]:
         lines.append("an anti-bot answer -> antibot-soft at once")
         lines.append(f"{config.friendly_demote} failed plain fetches in a row -> unknown")
     elif state is State.UNKNOWN:
-        lines.append(f"{config.dead_threshold} dead signals in a row (DNS, refused, 404 on the root) -> dead")
+        lines.append(_dead_line(shown, config))
         lines.append("an anti-bot answer -> antibot-soft; a hard block -> antibot-hard")
         lines.append(
             f">= {round(config.friendly_ratio * 100)} % useful of the last {config.friendly_window} plain fetches"

@@ -100,8 +100,12 @@ def test_dead_cold_friendly_unknown_and_by_hand() -> None:
     by_hand = text(s, "hand.example", T0 + 10)
     assert "  why:  no observation in recent explains it: set by hand, or an expiry led here (antibot-hard)" in by_hand
 
-    # expired: what it was, and what it is now
-    assert "whose TTL ran out: it is unknown now" in text(s, "gone.example", T0 + 40 * 86400)
+    # expired: what it was, and what it is now; its next visit's first dead signal confirms it
+    gone = text(s, "gone.example", T0 + 40 * 86400)
+    assert "whose TTL ran out: it is unknown now" in gone
+    assert "held dead on an earlier visit: one dead signal (not a HEAD alone) confirms it -> dead" in gone
+    assert "dead signals in a row" not in gone.split("what would change it:")[1]
+    assert "2 dead signals in a row (DNS, refused, 404 on the root) -> dead" in unknown  # no chain: two
 
 
 def test_evidence_in_words() -> None:
