@@ -383,7 +383,8 @@ SETTINGS: tuple[Setting, ...] = (
         "DOMAINSTATE_DEAD_THRESHOLD",
         2,
         "int",
-        "Consecutive dead signals that make an unknown domain dead.",
+        "Consecutive dead signals that make an unknown domain dead on a first visit (a later visit "
+        "confirms the verdict with its first dead signal).",
         parse=_int(1),
         at_most=_IN_RECENT,
     ),
