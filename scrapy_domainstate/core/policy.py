@@ -460,7 +460,7 @@ class Policy:
         if paused and stat.fetch_ok + stat.fetch_ok_empty + stat.tab_ok:
             ttl = cfg.dead_hold if full is None else min(cfg.dead_hold, full)
             return now + ttl, f"held {ttl:g} s (timeouts on a host that has answered: never confirmed)"
-        if not stat.dead_visits or now - stat.dead_at >= cfg.dead_confirm_after:
+        if not stat.dead_visits or self._later_visit(stat, now):
             stat.dead_visits += 1
             stat.dead_at = now
         need = _PAUSE_CONFIRM_VISITS if paused else 2
@@ -551,6 +551,10 @@ class Policy:
             return None
         return State.DEAD, f"parked ({parked_service(entry.error_class)})"
 
+    def _later_visit(self, stat: DomainStat, at: float) -> bool:
+        """Whether ``at`` is a later visit than the record's last dead verdict (``dead_at``)."""
+        return at - stat.dead_at >= self.config.dead_confirm_after
+
     def _maybe_dead(self, stat: DomainStat, entry: RecentEntry) -> tuple[State, str] | None:
         # Dead signals of this unknown period only (recent may outlive a renewal).
         since = stat.state_changed_at
@@ -567,12 +571,7 @@ class Policy:
             # A host paused for a visit (its requests timed out N times in a row): the pause sums
             # up its own streak, so it is a visit's dead verdict by itself (held, then confirmed).
             return State.DEAD, f"paused ({streak[0].error_class})"
-        if (
-            streak
-            and stat.dead_visits
-            and entry.method is not Method.HEAD
-            and entry.at - stat.dead_at >= self.config.dead_confirm_after
-        ):
+        if streak and stat.dead_visits and entry.method is not Method.HEAD and self._later_visit(stat, entry.at):
             # The confirmation visit costs one request: an earlier visit's dead verdict (not
             # broken since by any answer) is confirmed by this visit's first dead signal.
             return State.DEAD, f"a dead signal confirms an earlier visit's ({entry.error_class or entry.status})"

@@ -41,12 +41,14 @@ probe=False)``
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from enum import Enum
 
 from scrapy_domainstate.core.policy import Decision
 
 __all__ = [
+    "MAY_SKIP",
     "Action",
     "RequestFacts",
     "Route",
@@ -171,9 +173,6 @@ def route_of(
     return found
 
 
-#: The decisions whose route can be a skip (:func:`_route`): every other one is sent.
-MAY_SKIP = frozenset({Decision.SKIP, Decision.BROWSER})
-
 #: (decision, force, browser, browser_route, can_wait, ask_remote) -> its route (at most 160).
 _ROUTES: dict[tuple[Decision, bool, bool, bool, bool, bool], Route] = {}
 
@@ -213,3 +212,12 @@ def robots_txt(facts: RequestFacts, decision: Decision) -> Route:
     if not facts.force and (decision is Decision.SKIP or (decision is Decision.BROWSER and not facts.browser_route)):
         return Route(Action.SKIP, ROBOTS, decision)
     return _PASS_ROBOTS
+
+
+#: The decisions whose route can be a skip, derived from :func:`_route` over every combination of
+#: its flags: a request decided any other way is sent.
+MAY_SKIP: frozenset[Decision] = frozenset(
+    decision
+    for decision in Decision
+    if any(_route(decision, *flags).action is Action.SKIP for flags in itertools.product((False, True), repeat=5))
+)

@@ -137,6 +137,7 @@ def test_only_the_decisions_of_may_skip_have_a_skip_route() -> None:
         if route_of(decision, *flags).action is Action.SKIP
     }
     assert skipping == MAY_SKIP
+    assert skipping == {Decision.SKIP, Decision.BROWSER}
 
 
 ROBOTS_FACTS = replace(PLAIN, robots=True)
