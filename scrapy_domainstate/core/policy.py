@@ -556,11 +556,12 @@ class Policy:
         return at - stat.dead_at >= self.config.dead_confirm_after
 
     def _maybe_dead(self, stat: DomainStat, entry: RecentEntry) -> tuple[State, str] | None:
-        # Dead signals of this unknown period only (recent may outlive a renewal).
-        since = stat.state_changed_at
+        # The dead signals in a row, across unknown's renewals too (recent outlives them; every
+        # other way into unknown clears it): a root that answered 404 on the last visit and answers
+        # 404 again is two signals, however many weeks apart, with nothing alive in between.
         streak = []
         for e in reversed(stat.recent):
-            if e.outcome is not Outcome.DEAD or e.at < since:
+            if e.outcome is not Outcome.DEAD:
                 break
             streak.append(e)
         if stat.fetch_ok + stat.tab_ok and all(e.error_class and e.error_class.startswith(_TLS_PREFIX) for e in streak):

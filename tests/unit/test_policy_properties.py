@@ -206,7 +206,7 @@ def test_current_never_returns_an_expired_state(seq, reads):
 @SETTINGS
 @given(seq=sequences)
 def test_transitions_follow_the_entry_rules(seq):
-    """dead only from unknown, on two dead signals of that period not all HEAD, on one non-HEAD dead
+    """dead only from unknown, on two dead signals in a row not all HEAD (across unknown's renewals), on one non-HEAD dead
     signal that confirms an earlier visit's dead verdict (a chain no answer broke, an hour or more
     after it), or on one parked page (a fetched page, from any other state); friendly and cold sources."""
     policy = Policy(Config.from_settings({}))
@@ -222,12 +222,11 @@ def test_transitions_follow_the_entry_rules(seq):
         elif tr is not None and tr.new is State.DEAD:
             assert old is State.UNKNOWN
             assert entry.outcome is Outcome.DEAD
-            # two consecutive dead signals of this unknown period, not all from HEAD
-            # (`recent` outlives unknown's own renewal, docs/SPEC.md section 2 revised: the streak is
-            # read back to the start of this period only)
+            # two consecutive dead signals in `recent`, not all from HEAD (`recent` outlives
+            # unknown's own renewal, so the streak spans it; every other way into unknown clears it)
             streak = []
             for e in reversed(stat.recent):
-                if e.outcome is not Outcome.DEAD or e.at < live.state_changed_at:
+                if e.outcome is not Outcome.DEAD:
                     break
                 streak.append(e)
             confirms = bool(chain) and entry.method is not Method.HEAD and entry.at - chain_at >= 3600

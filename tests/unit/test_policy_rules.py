@@ -441,11 +441,22 @@ def test_rule8_other_expiries_always_clear_recent():
         assert s.record.recent == [], state
 
 
-def test_rule8_dead_needs_two_signals_of_one_period_even_when_recent_is_kept():
-    s = sim(steps=[step(F, DEAD, "dns")])
+def test_rule8_dead_signals_in_a_row_span_unknowns_renewal():
+    # A root that answered 404 on the last visit (one signal: its other URLs' 404s mark only
+    # themselves) and answers 404 again, a week and a renewal of unknown later, with nothing
+    # alive in between: two dead signals in a row, held like any visit's verdict.
+    s = sim(steps=[step(F, DEAD, "http:404")])
+    s.advance(WEEK + 1)
+    s.see(F, DEAD, "http:404")
+    assert s.state is State.DEAD
+    assert s.record.state_expires_at == s.t + s.policy.config.dead_hold  # one verdict: the hold, not 30 d
+
+
+def test_rule8_an_answer_between_two_visits_signals_breaks_the_streak():
+    s = sim(steps=[step(F, DEAD, "dns"), step(F, EMPTY)])
     s.advance(WEEK + 1)
     s.see(F, DEAD, "dns")
-    assert s.state is State.UNKNOWN  # last week's signal and today's are not "in a row"
+    assert s.state is State.UNKNOWN
     s.see(F, DEAD, "dns")
     assert s.state is State.DEAD
 
