@@ -483,7 +483,6 @@ class Policy:
         cfg = self.config
         state = stat.state
         outcome = entry.outcome
-        recent = stat.recent
 
         if outcome is Outcome.ANTIBOT:
             return self._antibot(stat, entry)
@@ -495,8 +494,8 @@ class Policy:
             outcome is Outcome.OK_EMPTY
             and state in _COLD_FROM
             and stat.fetch_ok + stat.tab_ok == 0
-            and len(_empty_streak(recent)) >= cfg.cold_threshold
             and entry.at - stat.first_seen >= cfg.cold_confirm_after
+            and self._cold_streak(stat)
         ):
             # Confirmed across visits: the domain was known (never useful) an earlier visit ago.
             return State.COLD, f"{cfg.cold_threshold} ok-empty outcomes in a row, never a useful page in two visits"
@@ -550,6 +549,21 @@ class Policy:
         if stat.state is State.DEAD or entry.method is Method.HEAD:
             return None
         return State.DEAD, f"parked ({parked_service(entry.error_class)})"
+
+    def _cold_streak(self, stat: DomainStat) -> bool:
+        """Whether a never-useful domain's empty streak reaches the cold threshold.
+
+        The streak is read from ``recent``; when nothing in ``recent`` breaks it (its entries are
+        all empty or navigation pages, as after an expiry cleared it), the lifetime count of empty
+        fetches stands for the part an expiry cleared. So a cold verdict that ran out is confirmed
+        by the next visit's first empty page, as a dead one is by its first dead signal."""
+        threshold = self.config.cold_threshold
+        recent = stat.recent
+        streak = len(_empty_streak(recent))
+        if streak >= threshold:
+            return True
+        unbroken = all(e.outcome is Outcome.OK_EMPTY or e.outcome is Outcome.NAVIGATION for e in recent)
+        return unbroken and stat.fetch_ok_empty >= threshold
 
     def _later_visit(self, stat: DomainStat, at: float) -> bool:
         """Whether ``at`` is a later visit than the record's last dead verdict (``dead_at``)."""

@@ -91,7 +91,28 @@ COLD = [
     ("useful-long-ago", [(0, [step(F, CONTACT)]), (60 * DAY, [step(F, EMPTY)] * 8)], State.UNKNOWN),
     ("useful-while-soft", [(0, [A403, step(T, CONTACT)]), (30 * DAY, [step(F, EMPTY)] * 6)], State.UNKNOWN),
     ("empty-streak-across-weekly-visits", [(0, [step(F, EMPTY)] * 3), (WEEK + 1, [step(F, EMPTY)] * 2)], State.COLD),
+    # an expiry cleared recent (antibot-soft ran out): the lifetime empty fetches carry the streak
+    ("streak-carried-across-an-expiry", [(0, [A403] + [step(F, EMPTY)] * 4), (WEEK + 1, [step(F, EMPTY)])], State.COLD),
+    # ... but not past anything in recent that breaks it
+    (
+        "lifetime-count-not-past-a-breaker",
+        [(0, [step(F, EMPTY)] * 4 + [step(F, NET_ERR)]), (WEEK + 1, [step(F, EMPTY)] * 2)],
+        State.UNKNOWN,
+    ),
+    ("lifetime-count-not-for-renders", [(0, [A403] + [step(T, EMPTY)] * 4), (WEEK + 1, [step(F, EMPTY)])], State.UNKNOWN),
 ]
+
+
+def test_rule2_an_expired_cold_verdict_is_confirmed_by_one_empty_page():
+    s = into(State.COLD)  # 5 empty fetches
+    s.at(s.stat.state_expires_at)
+    assert s.record.state is State.UNKNOWN and s.record.recent == []
+    s.see(F, EMPTY)
+    assert s.state is State.COLD  # the confirmation visit costs one page
+    s.at(s.stat.state_expires_at)
+    s.see(F, CONTACT)
+    s.see(F, EMPTY)
+    assert s.state is State.UNKNOWN  # once useful, never cold
 
 
 @pytest.mark.parametrize(("plan", "expected"), [r[1:] for r in COLD], ids=[r[0] for r in COLD])
@@ -431,7 +452,8 @@ def test_rule8_renewal_and_recent(clears, kept):
     assert len(rec.recent) == kept
     assert rec.probed_at == 0.0  # a new period is probed again either way
     s.feed([step(F, EMPTY)] * 2)
-    assert s.state is (State.UNKNOWN if clears else State.COLD)
+    # cold either way: a cleared recent's streak is carried by the lifetime count of empty fetches
+    assert s.state is State.COLD
 
 
 def test_rule8_other_expiries_always_clear_recent():
