@@ -400,7 +400,8 @@ SETTINGS: tuple[Setting, ...] = (
         "DOMAINSTATE_COLD_THRESHOLD",
         10,
         "int",
-        "Consecutive ok-empty outcomes (navigation pages aside) that make a never-useful domain cold.",
+        "Consecutive ok-empty outcomes (navigation pages aside) that make a never-useful domain cold "
+        "(when an expiry cleared recent, its lifetime empty fetches count).",
         parse=_int(1),
         at_most=_IN_RECENT,
     ),

@@ -99,7 +99,11 @@ COLD = [
         [(0, [step(F, EMPTY)] * 4 + [step(F, NET_ERR)]), (WEEK + 1, [step(F, EMPTY)] * 2)],
         State.UNKNOWN,
     ),
-    ("lifetime-count-not-for-renders", [(0, [A403] + [step(T, EMPTY)] * 4), (WEEK + 1, [step(F, EMPTY)])], State.UNKNOWN),
+    (
+        "lifetime-count-not-for-renders",
+        [(0, [A403] + [step(T, EMPTY)] * 4), (WEEK + 1, [step(F, EMPTY)])],
+        State.UNKNOWN,
+    ),
 ]
 
 
