@@ -823,6 +823,13 @@ PARKING_TITLES: tuple[tuple[str, str, str], ...] = (
     ("registrar", "registrado en ", r"^\S+\.[a-z]{2,}\s+\|\s+registrado en (?P<svc>[a-z0-9-]+)"),
     ("registry", "reserved from registration", r"^reserved from registration$"),
     ("markmonitor", "protected by markmonitor", r"^registered (?:&amp;|&|and) protected by markmonitor$"),
+    # a web host's placeholder for a domain with no site yet
+    ("host-default", "domain nicht aktiv", r"^domain nicht aktiv\b"),
+    (
+        "host-default",
+        "hosting account is now ready",
+        r"^default page - hosting account is now ready(?: \| powered by (?P<svc>[a-z0-9-]+))?",
+    ),
 )
 
 #: Markup only parking services serve (their lander scripts, asset hosts, ad feeds), by the
@@ -844,6 +851,9 @@ PARKING_MARKUP: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "101domain": ("park.101datacenter.net",),
         "dondominio": ("dondominio parking page",),
         "onlydomains": ("utm_medium=free_parking",),
+        "4.cn": ("www.4.cn/search/detail/",),
+        "ename": (".shop.ename.com",),
+        "wdcp": ("www.wdlinux.cn/wdcp",),
         "adsense-for-domains": ("adsense/domains/caf.js",),
         "lander": ("data-adblockkey",),
     }
@@ -860,6 +870,12 @@ PARKING_PHRASES: tuple[str, ...] = (
     "parked free, courtesy of",
     "is parked free of charge",
     "bienvenido a la página de parking",
+    # web hosts' placeholders (cPanel and others, wdcp, FireStorm)
+    "into the public_html",
+    "public_html目录",
+    "diese website hat noch keinen inhalt",
+    # Chinese marketplaces' listing pages ("the domain you visit is for sale at a fixed price")
+    "您访问的域名正在一口价出售中",
 )
 
 #: Response headers parking services send with their landers (the key of ``data-adblockkey``).
