@@ -854,6 +854,7 @@ PARKING_MARKUP: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "4.cn": ("www.4.cn/search/detail/",),
         "ename": (".shop.ename.com",),
         "wdcp": ("www.wdlinux.cn/wdcp",),
+        "ru-center": ("www.nic.ru/hcp",),
         "adsense-for-domains": ("adsense/domains/caf.js",),
         "lander": ("data-adblockkey",),
     }
@@ -870,10 +871,11 @@ PARKING_PHRASES: tuple[str, ...] = (
     "parked free, courtesy of",
     "is parked free of charge",
     "bienvenido a la página de parking",
-    # web hosts' placeholders (cPanel and others, wdcp, FireStorm)
+    # web hosts' placeholders (cPanel and others, wdcp, FireStorm, a suspended account)
     "into the public_html",
     "public_html目录",
     "diese website hat noch keinen inhalt",
+    "this website has been suspended",
     # Chinese marketplaces' listing pages ("the domain you visit is for sale at a fixed price")
     "您访问的域名正在一口价出售中",
 )
