@@ -855,6 +855,7 @@ PARKING_MARKUP: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "ename": (".shop.ename.com",),
         "wdcp": ("www.wdlinux.cn/wdcp",),
         "ru-center": ("www.nic.ru/hcp",),
+        "acquia": ("acquia_default_html_installed",),
         "adsense-for-domains": ("adsense/domains/caf.js",),
         "lander": ("data-adblockkey",),
     }
@@ -876,6 +877,7 @@ PARKING_PHRASES: tuple[str, ...] = (
     "public_html目录",
     "diese website hat noch keinen inhalt",
     "this website has been suspended",
+    "this account has been suspended",
     # Chinese marketplaces' listing pages ("the domain you visit is for sale at a fixed price")
     "您访问的域名正在一口价出售中",
 )
