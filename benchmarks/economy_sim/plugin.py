@@ -10,8 +10,9 @@ evidence module says so, one render; BROWSER one render. Up to ``concurrency`` r
 a host are decided before the earlier ones' outcomes return, as with Scrapy's
 ``CONCURRENT_REQUESTS_PER_DOMAIN``; except that, as the manager's lead gate does, an unknown
 host's first request of a visit goes alone (its probe, with ``DOMAINSTATE_PROBE_ALONE`` and no
-HEAD probe: after a dead signal the next request leads in turn) and so does the first request
-of an ``antibot-hard`` host (its canary: a plain fetch with the browser fallback).
+HEAD probe: after a dead signal the next request leads in turn) and so do the first request
+of an ``antibot-soft`` host (its answer may make it hard) and of an ``antibot-hard`` host (its
+canary: a plain fetch with the browser fallback).
 """
 
 from __future__ import annotations

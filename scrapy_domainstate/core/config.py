@@ -538,7 +538,8 @@ SETTINGS: tuple[Setting, ...] = (
         True,
         "bool",
         "An unknown domain's first request of a crawl goes alone, as its probe: the domain's other requests "
-        "wait for its outcome (at most DOMAINSTATE_PROBE_TIMEOUT); its dead signal holds them for the crawl.",
+        "wait for its outcome (at most DOMAINSTATE_PROBE_TIMEOUT); its dead signal holds them for the crawl. "
+        "An antibot-soft domain's first fetch goes alone too (its challenge may make it antibot-hard).",
     ),
     _s(
         "DOMAINSTATE_BROWSER_META",

@@ -316,12 +316,17 @@ class Policy:
 
     def leads(self, state: State, decision: Decision, canaried: bool) -> bool:
         """Whether a domain's first request of a visit goes alone, the others waiting for its
-        outcome: an ``unknown`` domain's probe (with ``probe_alone`` and no HEAD probe), or an
-        ``antibot-hard`` domain's canary (once per visit, ``canaried``: sent already). The
-        canary is sent as a plain fetch with the browser fallback (``Decision.FETCH_THEN_BROWSER``)."""
+        outcome: an ``unknown`` domain's probe (with ``probe_alone`` and no HEAD probe), an
+        ``antibot-soft`` domain's first fetch (with ``probe_alone``), or an ``antibot-hard``
+        domain's canary (once per visit, ``canaried``: sent already). The canary is sent as a
+        plain fetch with the browser fallback (``Decision.FETCH_THEN_BROWSER``)."""
         if state is State.UNKNOWN:
             cfg = self.config
             return cfg.probe_alone and not cfg.head_probe and decision is Decision.FETCH_THEN_BROWSER
+        if state is State.ANTIBOT_SOFT:
+            # its first answer may make it hard (a wall whose plain fetches never passed): the
+            # other pages then go to the browser without a plain fetch each
+            return self.config.probe_alone and decision is Decision.FETCH_THEN_BROWSER and not canaried
         return state is State.ANTIBOT_HARD and decision is Decision.BROWSER and not canaried
 
     def decide(self, stat: DomainStat | None, now: float) -> Decision:
@@ -533,7 +538,7 @@ class Policy:
         if state is State.FRIENDLY:
             return State.ANTIBOT_SOFT, f"antibot while friendly ({entry.error_class or entry.status or 'challenge'})"
         plain = entry.method is not Method.TAB and entry.status != RATE_LIMIT_STATUS
-        if plain and _antibot_streak(stat.recent) >= cfg.antibot_hard_threshold and not _plain_passed(stat.recent):
+        if plain and not _plain_passed(stat.recent) and self._hard_streak(stat):
             return (
                 State.ANTIBOT_HARD,
                 f"{cfg.antibot_hard_threshold} antibot outcomes of plain requests in a row, none ever passed",
@@ -549,6 +554,24 @@ class Policy:
         if stat.state is State.DEAD or entry.method is Method.HEAD:
             return None
         return State.DEAD, f"parked ({parked_service(entry.error_class)})"
+
+    def _hard_streak(self, stat: DomainStat) -> bool:
+        """Whether the antibot streak of plain requests reaches the hard threshold.
+
+        Read from ``recent``; when every plain request in ``recent`` met a wall, no plain fetch
+        of the domain ever got a page (lifetime counters) and at least the threshold of its
+        plain fetches are no longer in ``recent`` (an expiry cleared them), those stand for the
+        part of the streak the expiry cleared: a wall that was hard on an earlier visit is hard
+        again at its first challenge, not its third."""
+        threshold = self.config.antibot_hard_threshold
+        recent = stat.recent
+        if _antibot_streak(recent) >= threshold:
+            return True
+        unbroken = all(
+            e.outcome is Outcome.ANTIBOT for e in recent if e.method is not Method.TAB and e.status != RATE_LIMIT_STATUS
+        )
+        cleared = stat.fetch_total - sum(1 for e in recent if e.method is Method.FETCH)
+        return unbroken and cleared >= threshold and stat.fetch_ok + stat.fetch_ok_empty == 0
 
     def _cold_streak(self, stat: DomainStat) -> bool:
         """Whether a never-useful domain's empty streak reaches the cold threshold.

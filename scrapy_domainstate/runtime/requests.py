@@ -3,7 +3,7 @@
 :class:`RequestFlow` (a part of :class:`~scrapy_domainstate.runtime.lifecycle.DomainStateManager`)
 decides each request from its domain's record: the send gate (a learning domain's request is
 decided when its download slot has room), the lead gate (a new domain's first request goes
-alone, as its probe; an antibot-hard domain's canary), the route (skip, fetch, browser), the
+alone, as its probe; an antibot-soft domain's first fetch; an antibot-hard domain's canary), the route (skip, fetch, browser), the
 optional HEAD probe, first sight with a shared-state service, the robots.txt request, and
 the skip before the scheduler (``DomainStateQueueFilter``).
 """
@@ -309,7 +309,8 @@ class RequestFlow(OutcomeFlow):
     def _lead(self, domain: str, state: State, decision: Decision, force: bool) -> bool | None:
         """Whether this request leads its domain (False), waits for the lead's outcome (True), or
         neither (None): the first request of an unknown domain (its probe, unless the HEAD probe is
-        on) and of an ``antibot-hard`` one (its canary) go alone."""
+        on), of an ``antibot-soft`` one (its answer may make it hard) and of an ``antibot-hard``
+        one (its canary) go alone."""
         leads = self.leads
         if force or leads.is_open(domain) or not self._engine_running():
             return None

@@ -99,6 +99,30 @@ async def test_a_retried_lead_does_not_stall_its_domain(sites: Any, crawl_settin
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_wall_that_was_hard_is_hard_again_at_its_first_request(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    settings = {
+        **ds_defaults(crawl_settings),
+        "DOMAINSTATE_BROWSER_META": None,  # no browser: an antibot-hard domain is skipped
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+        "DOMAINSTATE_TTL": {"antibot-hard": "1s"},
+    }
+    urls = [sites.url("walled.test", p) for p in PATHS]
+    sites.set_kind("walled.test", "cf-soft")  # plain fetches never pass
+    await run_crawl(settings, urls)
+    assert states(settings, "walled.test")["walled.test"] is State.ANTIBOT_HARD
+    await deferLater(reactor, 1.2, lambda: None)  # hard ran out: antibot-soft, recent cleared
+    sites.reset_log()
+    second = await run_crawl(settings, urls)
+    # the soft domain's first request goes alone; its challenge makes it hard again at once (no
+    # plain fetch of it ever passed), so the other three pages are never fetched
+    assert [r.method for r in sites.requests("walled.test")] == ["GET"]
+    assert states(settings, "walled.test")["walled.test"] is State.ANTIBOT_HARD
+    assert second.stats["domainstate/probe/waited"] >= 3
+
+
+@pytest_twisted.ensureDeferred
 async def test_the_canary_of_a_hard_domain_whose_wall_came_down(
     sites: Any, crawl_settings: Any, run_crawl: Any
 ) -> None:

@@ -78,6 +78,31 @@ def test_rule1_antibot_streak_of_plain_requests(steps, expected):
     assert sim(steps=steps).state is expected
 
 
+def test_rule1_a_wall_that_was_hard_is_hard_again_at_its_first_challenge():
+    s = sim(steps=[A403] * 3)
+    assert s.state is State.ANTIBOT_HARD
+    s.at(s.stat.state_expires_at)  # hard -> soft, recent cleared
+    assert s.record.state is State.ANTIBOT_SOFT and s.record.recent == []
+    s.see(F, ANTIBOT, "cloudflare:cf-ray", 403)
+    assert s.state is State.ANTIBOT_HARD  # its lifetime plain fetches (3, none passed) carry the streak
+
+
+def test_rule1_the_lifetime_streak_never_for_a_site_whose_plain_fetch_passed():
+    s = sim(steps=[step(F, CONTACT), A403, A403, A403])
+    assert s.state is State.ANTIBOT_SOFT
+    s.at(s.stat.state_expires_at)  # soft -> unknown, recent cleared
+    s.see(F, ANTIBOT, "cloudflare:cf-ray", 403)
+    assert s.state is State.ANTIBOT_SOFT  # one plain fetch passed, long ago: never hard by the lifetime
+
+
+def test_rule1_the_lifetime_streak_not_past_a_breaker():
+    s = sim(steps=[A403] * 3)
+    s.at(s.stat.state_expires_at)
+    s.see(F, HTTP_ERR, status=500)  # a plain answer that is not a wall, since the expiry
+    s.see(F, ANTIBOT, "cloudflare:cf-ray", 403)
+    assert s.state is State.ANTIBOT_SOFT
+
+
 # =====================================================================
 # Rule 2: cold only for a domain that never yielded a useful page (lifetime)
 # =====================================================================

@@ -250,7 +250,18 @@ LEADS = [
     ("hard-canary", State.ANTIBOT_HARD, Decision.BROWSER, False, {}, True),
     ("hard-canary-sent", State.ANTIBOT_HARD, Decision.BROWSER, True, {}, False),
     ("friendly", State.FRIENDLY, Decision.FETCH_THEN_BROWSER, False, {}, False),
-    ("soft", State.ANTIBOT_SOFT, Decision.FETCH_THEN_BROWSER, False, {}, False),
+    # a soft domain's first fetch: its answer may make it hard before the other pages go
+    ("soft", State.ANTIBOT_SOFT, Decision.FETCH_THEN_BROWSER, False, {}, True),
+    ("soft-lead-sent", State.ANTIBOT_SOFT, Decision.FETCH_THEN_BROWSER, True, {}, False),
+    (
+        "soft-no-probe-alone",
+        State.ANTIBOT_SOFT,
+        Decision.FETCH_THEN_BROWSER,
+        False,
+        {"DOMAINSTATE_PROBE_ALONE": False},
+        False,
+    ),
+    ("soft-learned-browser", State.ANTIBOT_SOFT, Decision.BROWSER, False, {}, False),
 ]
 
 
