@@ -123,13 +123,18 @@ def _empty_streak(recent: list[RecentEntry]) -> list[RecentEntry]:
     return streak
 
 
+def _plain(entry: RecentEntry) -> bool:
+    """A plain request (HEAD, GET) that met no rate limit: what the antibot streak reads."""
+    return entry.method is not Method.TAB and entry.status != RATE_LIMIT_STATUS
+
+
 def _antibot_streak(recent: list[RecentEntry]) -> int:
     """Antibot outcomes of plain requests (HEAD, GET) in a row, from the tail.
 
     Renders are skipped (they neither break nor extend it), and so are 429s."""
     n = 0
     for entry in reversed(recent):
-        if entry.method is Method.TAB or entry.status == RATE_LIMIT_STATUS:
+        if not _plain(entry):
             continue
         if entry.outcome is not Outcome.ANTIBOT:
             break
@@ -537,8 +542,7 @@ class Policy:
             return State.ANTIBOT_HARD, f"hard block ({entry.error_class})"
         if state is State.FRIENDLY:
             return State.ANTIBOT_SOFT, f"antibot while friendly ({entry.error_class or entry.status or 'challenge'})"
-        plain = entry.method is not Method.TAB and entry.status != RATE_LIMIT_STATUS
-        if plain and not _plain_passed(stat.recent) and self._hard_streak(stat):
+        if _plain(entry) and not _plain_passed(stat.recent) and self._hard_streak(stat):
             return (
                 State.ANTIBOT_HARD,
                 f"{cfg.antibot_hard_threshold} antibot outcomes of plain requests in a row, none ever passed",
@@ -567,9 +571,7 @@ class Policy:
         recent = stat.recent
         if _antibot_streak(recent) >= threshold:
             return True
-        unbroken = all(
-            e.outcome is Outcome.ANTIBOT for e in recent if e.method is not Method.TAB and e.status != RATE_LIMIT_STATUS
-        )
+        unbroken = all(e.outcome is Outcome.ANTIBOT for e in recent if _plain(e))
         cleared = stat.fetch_total - sum(1 for e in recent if e.method is Method.FETCH)
         return unbroken and cleared >= threshold and stat.fetch_ok + stat.fetch_ok_empty == 0
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy_domainstate.core.config import Config
-from scrapy_domainstate.core.policy import EXPIRES_TO, RATE_LIMIT_STATUS
+from scrapy_domainstate.core.policy import EXPIRES_TO, RATE_LIMIT_STATUS, Policy
 from scrapy_domainstate.core.record import FETCHED, HARD_BLOCK_PREFIX, DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.core.wallrules import GRADES, PREDICATE_SETTING, PREDICATE_TAG, RULE_TAG, RULES_SETTING
 from scrapy_domainstate.detect.markers import CAPTCHA_WIDGETS, CHALLENGE_SCRIPTS, Marker
@@ -268,6 +268,33 @@ def _dead_line(shown: Shown, config: Config) -> str:
     return f"{config.dead_threshold} dead signals in a row (DNS, refused, 404 on the root) -> dead"
 
 
+def _one_more(shown: Shown, config: Config, outcome: Outcome, status: int | None = None) -> State:
+    """The state one more plain fetch with ``outcome`` would leave, by the policy's own rules
+    (so streaks carried across an expiry by the lifetime counters are read as it reads them)."""
+    entry = RecentEntry(shown.now, Method.FETCH, outcome, status, None)
+    return Policy(config).observe(shown.current, shown.key, entry)[0].state
+
+
+def _hard_line(shown: Shown, config: Config) -> str:
+    """What makes an antibot-soft domain whose plain fetches have not passed antibot-hard."""
+    if _one_more(shown, config, Outcome.ANTIBOT, 403) is State.ANTIBOT_HARD:
+        return (
+            "one more anti-bot answer of a plain request -> antibot-hard (no plain fetch of it ever passed:"
+            " its earlier walls carry the streak)"
+        )
+    return (
+        f"{config.antibot_hard_threshold} anti-bot answers of plain requests in a row (no plain pass)"
+        " -> antibot-hard; a hard block -> antibot-hard at once"
+    )
+
+
+def _cold_line(shown: Shown, config: Config) -> str:
+    """What makes an unknown domain cold."""
+    if _one_more(shown, config, Outcome.OK_EMPTY, 200) is State.COLD:
+        return "one more empty page -> cold (never a useful page: its empty pages so far carry the streak)"
+    return f"{config.cold_threshold} empty pages in a row over two visits, never a useful page -> cold"
+
+
 def _changes(shown: Shown, config: Config) -> list[str]:
     state, key = shown.state, shown.key
     stored = shown.stored
@@ -282,10 +309,7 @@ def _changes(shown: Shown, config: Config) -> list[str]:
         if passed:
             lines.append("a plain fetch passed in its recent history: a streak alone does not make it antibot-hard")
         else:
-            lines.append(
-                f"{config.antibot_hard_threshold} anti-bot answers of plain requests in a row (no plain pass)"
-                " -> antibot-hard; a hard block -> antibot-hard at once"
-            )
+            lines.append(_hard_line(shown, config))
         lines.append("each new anti-bot answer restarts its TTL (a sliding expiry)")
     elif state is State.FRIENDLY:
         lines.append("an anti-bot answer -> antibot-soft at once")
@@ -297,7 +321,7 @@ def _changes(shown: Shown, config: Config) -> list[str]:
             f">= {round(config.friendly_ratio * 100)} % useful of the last {config.friendly_window} plain fetches"
             f" (>= {config.friendly_min_fetches} in all) -> friendly"
         )
-        lines.append(f"{config.cold_threshold} empty pages in a row over two visits, never a useful page -> cold")
+        lines.append(_cold_line(shown, config))
     elif state is State.DEAD:
         lines.append("a fetch forced through (meta domainstate_force) that gets a page -> unknown")
     elif state is State.COLD:

@@ -122,3 +122,22 @@ def test_evidence_in_words() -> None:
     assert evidence_text("challenge:generic:interstitial", 200, CLASSIFIER).endswith(
         "a short page whose title or text asks to verify, wait or prove you are human"
     )
+
+
+def test_a_streak_an_expiry_cleared_is_carried_by_the_lifetime_counters() -> None:
+    s = store()
+    day = 86400
+    empty = [(T0 + i, Method.FETCH, Outcome.OK_EMPTY, 200, None) for i in range(5)]
+    later = [(T0 + 2 * day + i, Method.FETCH, Outcome.OK_EMPTY, 200, None) for i in range(5)]
+    observe(s, "quiet.example", *empty, *later)  # cold: ten empty pages over two visits
+    assert look(s, "quiet.example", "quiet.example", T0 + 3 * day).state is State.COLD
+    expired = text(s, "quiet.example", T0 + 100 * day)  # cold ran out: unknown, recent cleared
+    assert "one more empty page -> cold (never a useful page" in expired
+    assert "10 empty pages in a row over two visits" not in expired
+
+    wall = "challenge:cloudflare:cf-mitigated"
+    observe(s, "wall.example", *[(T0 + i, Method.FETCH, Outcome.ANTIBOT, 403, wall) for i in range(3)])
+    assert look(s, "wall.example", "wall.example", T0 + 10).state is State.ANTIBOT_HARD
+    soft = text(s, "wall.example", T0 + 91 * day)  # hard ran out into antibot-soft
+    assert "one more anti-bot answer of a plain request -> antibot-hard" in soft
+    assert "3 anti-bot answers of plain requests in a row" not in soft
