@@ -851,11 +851,13 @@ PARKING_MARKUP: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "101domain": ("park.101datacenter.net",),
         "dondominio": ("dondominio parking page",),
         "onlydomains": ("utm_medium=free_parking",),
+        "match.it": ("www.match.it/piv.ashx",),
         "4.cn": ("www.4.cn/search/detail/",),
         "ename": (".shop.ename.com",),
         "wdcp": ("www.wdlinux.cn/wdcp",),
         "ru-center": ("www.nic.ru/hcp",),
         "acquia": ("acquia_default_html_installed",),
+        "bravenet": ("bravenet error/expired pages",),
         "adsense-for-domains": ("adsense/domains/caf.js",),
         "lander": ("data-adblockkey",),
     }
