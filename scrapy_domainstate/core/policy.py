@@ -562,18 +562,21 @@ class Policy:
     def _hard_streak(self, stat: DomainStat) -> bool:
         """Whether the antibot streak of plain requests reaches the hard threshold.
 
-        Read from ``recent``; when every plain request in ``recent`` met a wall, no plain fetch
-        of the domain ever got a page (lifetime counters) and at least the threshold of its
-        plain fetches are no longer in ``recent`` (an expiry cleared them), those stand for the
-        part of the streak the expiry cleared: a wall that was hard on an earlier visit is hard
-        again at its first challenge, not its third."""
+        Read from ``recent``; when every plain request in ``recent`` met a wall and no plain
+        fetch of the domain ever got a page (lifetime counters), the plain fetches no longer in
+        ``recent`` (an expiry cleared them) stand for the part of the streak the expiry cleared
+        and count with those in it: a wall that was hard on an earlier visit is hard again at
+        its first challenge, not its third, and a two-page wall whose ``antibot-soft`` verdict
+        ran out between visits is hard at the next visit's first challenge."""
         threshold = self.config.antibot_hard_threshold
         recent = stat.recent
         if _antibot_streak(recent) >= threshold:
             return True
-        unbroken = all(e.outcome is Outcome.ANTIBOT for e in recent if _plain(e))
+        plain = [e for e in recent if _plain(e)]
+        if stat.fetch_ok + stat.fetch_ok_empty or any(e.outcome is not Outcome.ANTIBOT for e in plain):
+            return False
         cleared = stat.fetch_total - sum(1 for e in recent if e.method is Method.FETCH)
-        return unbroken and cleared >= threshold and stat.fetch_ok + stat.fetch_ok_empty == 0
+        return cleared > 0 and cleared + len(plain) >= threshold
 
     def _cold_streak(self, stat: DomainStat) -> bool:
         """Whether a never-useful domain's empty streak reaches the cold threshold.

@@ -87,6 +87,24 @@ def test_rule1_a_wall_that_was_hard_is_hard_again_at_its_first_challenge():
     assert s.state is State.ANTIBOT_HARD  # its lifetime plain fetches (3, none passed) carry the streak
 
 
+def test_rule1_walls_on_two_visits_add_up_across_an_expiry():
+    # a two-page wall: two challenges on its first visit (soft), its soft verdict runs out
+    # before the next visit; that visit's first challenge is the third in a row: hard
+    s = sim(steps=[A403, A403])
+    assert s.state is State.ANTIBOT_SOFT
+    s.at(s.stat.state_expires_at)  # soft -> unknown, recent cleared
+    assert s.record.state is State.UNKNOWN and s.record.recent == []
+    s.see(F, ANTIBOT, "cloudflare:cf-ray", 403)
+    assert s.state is State.ANTIBOT_HARD  # 2 cleared + 1 in recent, no plain fetch ever passed
+
+
+def test_rule1_walls_across_an_expiry_still_need_the_threshold():
+    s = sim(steps=[A403])
+    s.at(s.stat.state_expires_at)
+    s.see(F, ANTIBOT, "cloudflare:cf-ray", 403)
+    assert s.state is State.ANTIBOT_SOFT  # 1 cleared + 1: two in a row, not three
+
+
 def test_rule1_the_lifetime_streak_never_for_a_site_whose_plain_fetch_passed():
     s = sim(steps=[step(F, CONTACT), A403, A403, A403])
     assert s.state is State.ANTIBOT_SOFT
