@@ -575,8 +575,9 @@ class Policy:
         plain = [e for e in recent if _plain(e)]
         if stat.fetch_ok + stat.fetch_ok_empty or any(e.outcome is not Outcome.ANTIBOT for e in plain):
             return False
+        # (every plain entry is a wall here, so with nothing cleared this is the streak above)
         cleared = stat.fetch_total - sum(1 for e in recent if e.method is Method.FETCH)
-        return cleared > 0 and cleared + len(plain) >= threshold
+        return cleared + len(plain) >= threshold
 
     def _cold_streak(self, stat: DomainStat) -> bool:
         """Whether a never-useful domain's empty streak reaches the cold threshold.
