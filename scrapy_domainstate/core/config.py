@@ -384,7 +384,8 @@ SETTINGS: tuple[Setting, ...] = (
         2,
         "int",
         "Consecutive dead signals that make an unknown domain dead on a first visit (a later visit "
-        "confirms the verdict with its first dead signal).",
+        "confirms the verdict with its first dead signal; on a host that has answered before, "
+        "the third visit does).",
         parse=_int(1),
         at_most=_IN_RECENT,
     ),

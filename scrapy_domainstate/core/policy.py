@@ -463,17 +463,21 @@ class Policy:
         A pause (the host's requests timed out in a row) is weaker: a timeout is not a dead
         signal. On a host that has answered (a page, useful or empty) it is held for its visit
         and never confirmed, since such a host is down part of the time, not gone; on a host
-        that never answered, pauses on :data:`_PAUSE_CONFIRM_VISITS` visits confirm it."""
+        that never answered, pauses on :data:`_PAUSE_CONFIRM_VISITS` visits confirm it. Dead
+        signals on a host that has answered are confirmed on the third visit, not the second."""
         cfg = self.config
         full = self._ttl[State.DEAD]
         paused = _paused(stat)
-        if paused and stat.fetch_ok + stat.fetch_ok_empty + stat.tab_ok:
+        answered = stat.fetch_ok + stat.fetch_ok_empty + stat.tab_ok
+        if paused and answered:
             ttl = cfg.dead_hold if full is None else min(cfg.dead_hold, full)
             return now + ttl, f"held {ttl:g} s (timeouts on a host that has answered: never confirmed)"
         if not stat.dead_visits or self._later_visit(stat, now):
             stat.dead_visits += 1
             stat.dead_at = now
-        need = _PAUSE_CONFIRM_VISITS if paused else 2
+        # A host that has answered before needs one visit more (a DNS outage on two visits in a
+        # row is far likelier than on three); one that never did, two.
+        need = _PAUSE_CONFIRM_VISITS if paused or answered else 2
         if stat.dead_visits < need:
             ttl = cfg.dead_hold if full is None else min(cfg.dead_hold, full)
             return now + ttl, f"held {ttl:g} s until a later visit confirms it"

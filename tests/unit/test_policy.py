@@ -695,8 +695,12 @@ def test_lazy_expiry_clears_recent_keeps_counters():
     # the dead streak does not survive the expiry: a HEAD with the old entries would make it dead
     s.see(H, DEAD, dt=0)
     assert s.state is State.UNKNOWN
-    # (the visit chain does: this later visit's first dead GET confirms the earlier verdict)
+    # (the visit chain does: this later visit's first dead GET counts as its second visit; the
+    # host has answered before, so it is held again, and a third visit confirms it)
     s.see(F, DEAD, dt=0)
+    assert s.state is State.DEAD
+    assert s.stat.state_expires_at == s.t + DAY
+    s.see(F, DEAD, dt=DAY + 1)
     assert s.state is State.DEAD
     assert s.stat.state_expires_at == s.t + 30 * DAY
 

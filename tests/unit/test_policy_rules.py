@@ -261,8 +261,23 @@ PAUSE_CHAIN = [
         [None, DAY, DAY, DAY],
     ),
     ("useful-then-back", [(0, ALIVE), (DAY + 1, PAUSE), (DAY + 1, ALIVE)], [None, DAY, None]),
-    # real dead signals on a host that answered before are still confirmed on the second visit
-    ("useful-then-dns-confirmed", [(0, ALIVE), (DAY + 1, DNS2), (DAY + 1, DNS2)], [None, DAY, 30 * DAY]),
+    # real dead signals on a host that answered before are confirmed on the third visit (a DNS
+    # outage on two visits in a row is likelier than on three); the third costs one request
+    (
+        "useful-then-dns-confirmed-on-the-third",
+        [(0, ALIVE), (DAY + 1, DNS2), (DAY + 1, DNS2), (DAY + 1, DNS1)],
+        [None, DAY, DAY, 30 * DAY],
+    ),
+    (
+        "empty-then-dns-confirmed-on-the-third",
+        [(0, [step(F, EMPTY)]), (DAY + 1, DNS2), (DAY + 1, DNS2), (DAY + 1, DNS2), (31 * DAY, DNS1)],
+        [None, DAY, DAY, 30 * DAY, 60 * DAY],
+    ),
+    (
+        "useful-then-two-outages-then-back",
+        [(0, ALIVE), (DAY + 1, DNS2), (DAY + 1, DNS2), (DAY + 1, ALIVE)],
+        [None, DAY, DAY, None],
+    ),
 ]
 
 
