@@ -314,8 +314,10 @@ class PluginVisit:
         return self._close(host, page, pages[page], decision, at, limited) << page
 
     def start_round(self, now: float) -> None:
-        """A crawl begins: the manners start afresh (the learned delays are in the store)."""
+        """A crawl begins: the manners start afresh (the learned delays are in the store), and
+        the dead holds of earlier visits end (as the manager's open)."""
         self.manners.start(now)
+        self.store.policy.crawl_started = now
 
     def end_round(self, now: float) -> None:
         """A crawl ends: its learned delays are saved, as the manager does when it closes."""

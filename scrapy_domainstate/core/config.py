@@ -443,7 +443,9 @@ SETTINGS: tuple[Setting, ...] = (
         "DOMAINSTATE_DEAD_HOLD",
         12 * 3600.0,
         "duration",
-        "How long one visit's dead signals keep a domain dead (at most DOMAINSTATE_TTL['dead']).",
+        "How long one visit's dead signals keep a domain dead (at most DOMAINSTATE_TTL['dead']); a "
+        "crawl that begins at least DOMAINSTATE_DEAD_CONFIRM_AFTER after the verdict ends the hold "
+        "(it is the later visit).",
         parse=_duration(1.0),
         example='"12h"',
     ),

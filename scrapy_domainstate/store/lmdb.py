@@ -104,10 +104,12 @@ MAX_KEY = 500
 #: Records this process remembers (bytes + decoded) to skip decoding them again.
 KNOWN_RECORDS = 4096
 #: A backlog left by failed writes (a full disk) is written FLUSH_SLICE domains per
-#: transaction, for at most FLUSH_BUDGET seconds per flush call (then the next call goes on),
-#: so that no call blocks the reactor for long; a backlog of up to two slices is one transaction.
+#: transaction, for at most FLUSH_BUDGET seconds and FLUSH_SLICES_PER_CALL slices per flush
+#: call (then the next call goes on), so that no call blocks the reactor for long however fast
+#: or slow the disk is; a backlog of up to two slices is one transaction.
 FLUSH_SLICE = 500
 FLUSH_BUDGET = 0.04
+FLUSH_SLICES_PER_CALL = 8
 
 
 def _lru_key(last_seen: float, key: bytes) -> bytes:
@@ -1194,9 +1196,9 @@ class LmdbStore(DomainStore):
         else:
             deadline = time.monotonic() + FLUSH_BUDGET
             n = 0
-            while self._pending:
+            for _ in range(FLUSH_SLICES_PER_CALL):
                 n += self._flush_slice()
-                if time.monotonic() >= deadline:
+                if not self._pending or time.monotonic() >= deadline:
                     break
         if not self._pending:
             self._draining = False

@@ -393,6 +393,42 @@ def test_two_dead_signals_change_the_state_and_send_the_signal(mw: DomainStateMi
         mw.process_request(Request("https://gone.test/"))
 
 
+def test_a_crawl_that_opens_after_an_earlier_crawls_dead_hold_tries_the_domain_again() -> None:
+    # The hold of one crawl's verdict (two DNS failures) is for that crawl: the manager tells
+    # the policy when this crawl began, so a domain held two hours ago is fetched again.
+    first = _crawler()
+    mw = build_from_crawler(DomainStateMiddleware, first)
+    mw.manager.spider_opened()
+    for _ in range(2):
+        mw.process_exception(sent(mw, "https://gone.test/"), DNSLookupError("no such name"))
+    mw.manager.flush()
+    held = mw.manager.store.get("gone.test")
+    first.domainstate.close()
+    assert held is not None and held.state is State.DEAD and held.state_expires_at is not None
+    two_hours = 2 * 3600.0
+    held.state_changed_at -= two_hours
+    held.state_expires_at -= two_hours
+    held.first_seen -= two_hours
+    held.last_seen -= two_hours
+    held.dead_at -= two_hours
+    for entry in held.recent:
+        entry.at -= two_hours
+    second = _crawler()
+    mw = build_from_crawler(DomainStateMiddleware, second)
+    mw.manager.store.put(held)
+    mw.manager.spider_opened()
+    try:
+        assert mw.manager.policy.crawl_started > held.state_changed_at + two_hours / 2
+        sent(mw, "https://gone.test/")  # not skipped
+        mw.process_exception(sent(mw, "https://gone.test/a"), DNSLookupError("no such name"))
+        mw.manager.flush()
+        again = mw.manager.store.get("gone.test")
+        assert again is not None and again.state is State.DEAD  # confirmed, for the full TTL
+        assert again.state_expires_at is not None and again.state_expires_at - again.state_changed_at > 2 * 86400
+    finally:
+        second.domainstate.close()
+
+
 # ------------------------------------------------------------------ outcome sources
 
 

@@ -950,3 +950,60 @@ def test_set_state_to_unknown_clears_the_history_so_one_head_cannot_make_it_dead
     assert reset.recent == [] and reset.fetch_total == 2
     after, _ = policy.observe(reset, "d.example", RecentEntry(11.0, Method.HEAD, Outcome.DEAD, 404, "http:404"))
     assert after.state is State.UNKNOWN
+
+
+# ------------------------------------------------------------------ a hold ends with its visit
+HOUR = 3600.0
+
+
+def _held_at_t0() -> Sim:
+    """A never-answered domain held dead by one visit's two DNS failures (the 1-day hold)."""
+    s = into(State.DEAD)
+    assert s.stat is not None and s.stat.state_expires_at == s.t + DAY
+    return s
+
+
+def test_a_crawl_that_begins_after_the_hold_ends_it():
+    # A daily crawl can come back in under the hold (its order differs from day to day): the
+    # hold is the rest of the visit that found it, so the next crawl tries the domain again.
+    s = _held_at_t0()
+    s.policy.crawl_started = s.t + 3 * HOUR
+    s.at(s.t + 3 * HOUR + 5)
+    assert s.state is State.UNKNOWN
+    assert s.decide() is not Decision.SKIP
+    # ... and its first dead signal confirms the earlier visit's verdict, for the full TTL
+    s.see(F, DEAD, "dns")
+    assert s.state is State.DEAD
+    assert s.stat.state_expires_at == s.t + 30 * DAY
+
+
+def test_a_hold_stands_for_a_restart_within_the_hour_and_outside_a_crawl():
+    s = _held_at_t0()
+    assert s.policy.crawl_started == 0.0  # (no crawl: the command line, the service)
+    s.at(s.t + 3 * HOUR)
+    assert s.state is State.DEAD and s.decide() is Decision.SKIP
+    s.policy.crawl_started = s.t - 3 * HOUR + 30 * 60  # a restart 30 min after the verdict
+    assert s.state is State.DEAD and s.decide() is Decision.SKIP
+    assert s.policy.stands(s.stat, s.t)
+
+
+def test_a_confirmed_dead_verdict_outlives_later_crawls():
+    s = _held_at_t0()
+    s.see(F, DEAD, "dns", dt=DAY + 1)
+    assert s.stat.state_expires_at == s.t + 30 * DAY
+    s.policy.crawl_started = s.t + 2 * DAY
+    s.at(s.t + 2 * DAY + 1)
+    assert s.state is State.DEAD and s.decide() is Decision.SKIP
+    assert s.policy.header_decision(State.DEAD, s.stat.state_expires_at, s.stat.state_changed_at, 0.0, False, s.t)
+
+
+def test_an_earlier_visits_hold_is_not_served_from_the_header_or_taken_as_standing():
+    s = _held_at_t0()
+    s.policy.crawl_started = s.t + 2 * HOUR
+    s.at(s.t + 2 * HOUR + 1)
+    stat = s.stat
+    assert s.policy.header_decision(State.DEAD, stat.state_expires_at, stat.state_changed_at, 0.0, False, s.t) is None
+    assert not s.policy.stands(stat, s.t)
+    # observe() on the held record starts from the hold's end, as current() does
+    s.see(F, CONTACT, status=200, dt=0)
+    assert s.state is State.UNKNOWN and s.stat.fetch_ok == 1
