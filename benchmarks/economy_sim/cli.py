@@ -12,6 +12,7 @@ from typing import Any
 from scrapy_domainstate.core.config import ConfigError
 
 from .chart import write_chart, write_mixes_chart
+from .draw import describe, draw_population
 from .mix import DEFAULT_MIX_PATH, MIXES_DIR, MixError, shipped_mixes
 from .report import format_report, target_lines
 from .run import lmdb_available, simulate
@@ -44,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         "--seeds",
         default=None,
         metavar="1,2,3",
-        help="with --all-mixes: run every mix with each of these seeds (default: --seed)",
+        help="with --all-mixes or --random-mixes: run every mix with each of these seeds (default: --seed)",
     )
     parser.add_argument(
         "--outcome",
@@ -58,6 +59,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--all-mixes", action="store_true", help="run the default and every shipped mix; print a summary"
+    )
+    parser.add_argument(
+        "--random-mixes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run N random populations (benchmarks/economy_sim/draw.py: shares, pages, cadence, noise drawn "
+        "around the default mix's, 3000 sites); print a summary",
+    )
+    parser.add_argument(
+        "--random-start", type=int, default=0, metavar="K", help="with --random-mixes: the first index (0)"
     )
     parser.add_argument("--render-cost", type=float, default=10.0, help="what a browser render costs, in GETs (10)")
     parser.add_argument("--head-cost", type=float, default=1.0, help="what a HEAD costs, in GETs (1)")
@@ -90,7 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace, mix: str | None, progress: bool, seed: int | None = None) -> dict[str, Any]:
+def _run(
+    args: argparse.Namespace, mix: str | Mapping[str, Any] | None, progress: bool, seed: int | None = None
+) -> dict[str, Any]:
     return simulate(
         sites=args.sites,
         rounds=args.rounds,
@@ -147,11 +161,29 @@ def _summary_lines(summary: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _all_mixes(args: argparse.Namespace, progress: bool) -> int:
+    mixes: list[tuple[str, str | Mapping[str, Any] | None]] = [("default", None)]
+    mixes += [(p.stem, str(p)) for p in shipped_mixes()]
+    return _many(args, progress, mixes)
+
+
+def _random_mixes(args: argparse.Namespace, progress: bool) -> int:
+    if args.random_mixes < 1 or args.random_start < 0:
+        raise ValueError("--random-mixes takes a count >= 1 and --random-start an index >= 0")
+    mixes: list[tuple[str, str | Mapping[str, Any] | None]] = []
+    for index in range(args.random_start, args.random_start + args.random_mixes):
+        mix = draw_population(index)
+        mixes.append((f"random-{index}", mix))
+        print(f"random-{index}: {describe(mix)}")
+    return _many(args, progress, mixes)
+
+
+def _many(args: argparse.Namespace, progress: bool, mixes: Sequence[tuple[str, str | Mapping[str, Any] | None]]) -> int:
+    """Run each mix with each seed; print each one's targets, then the summary table."""
     summary, failed = [], False
     seeds = _seeds(args)
-    for name, path in [("default", None), *((p.stem, str(p)) for p in shipped_mixes())]:
+    for name, mix in mixes:
         for seed in seeds:
-            result = _run(args, path, progress, seed)
+            result = _run(args, mix, progress, seed)
             print(f"== mix {name}, seed {seed}")
             print(format_report(result, by_kind=True) if args.by_kind else "\n".join(target_lines(result)))
             summary.append(summarise(name, result))
@@ -200,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.all_mixes:
             return _all_mixes(args, progress)
+        if args.random_mixes is not None:
+            return _random_mixes(args, progress)
         result = _run(args, resolve_mix(args.mix), progress)
     except (ConfigError, MixError, ValueError) as exc:
         parser.error(str(exc))

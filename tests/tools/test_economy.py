@@ -689,6 +689,35 @@ def test_cli_runs_every_mix_with_every_seed(tmp_path, capsys):
         economy.main(["--all-mixes", "--seeds", "one", "--sites", "10"])
 
 
+def test_random_populations_are_valid_reproducible_and_differ():
+    drawn = [economy.draw_population(i) for i in range(12)]
+    assert economy.draw_population(3) == drawn[3]  # a draw depends only on its index
+    for mix in drawn:
+        loaded = economy.load_mix(mix)  # the mix validation accepts every draw
+        kinds = {k: v for k, v in loaded["kinds"].items() if not k.startswith("why")}
+        assert set(kinds) == {k for k in economy.load_mix()["kinds"] if not k.startswith("why")}
+        assert abs(sum(k["share"] for k in kinds.values()) - 1.0) < 1e-9
+        assert loaded["cadence"]["sites"] == 3000
+    # shares, cadences and page plans vary from draw to draw
+    assert len({round(m["kinds"]["dead"]["share"], 3) for m in drawn}) == 12
+    assert len({m["cadence"]["days_between"] for m in drawn}) >= 3
+    assert len({m["pages"]["why"] for m in drawn}) >= 3
+    with pytest.raises(ValueError):
+        economy.draw_population(-1)
+
+
+def test_cli_runs_random_populations(tmp_path, capsys):
+    out_json = tmp_path / "random.json"
+    argv = ["--random-mixes", "2", "--random-start", "5", "--sites", "80", "--store", "memory"]
+    assert economy.main([*argv, "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("random-5: random population 5: ")
+    assert "== mix random-6, seed 1" in out and "Across mixes" in out
+    assert [s["mix"] for s in json.loads(out_json.read_text())] == ["random-5", "random-6"]
+    with pytest.raises(SystemExit):
+        economy.main(["--random-mixes", "0", "--store", "memory"])
+
+
 # ------------------------------------------------------- the simulator's own choices, modelled
 
 
