@@ -20,13 +20,11 @@ machine, so a miss can be run again alone (``--random-mixes 1 --random-start 7``
 
 from __future__ import annotations
 
-import copy
-import json
 import math
 import random
 from typing import Any
 
-from .mix import DEFAULT_MIX_PATH, kinds_of
+from .mix import kinds_of, load_mix
 
 __all__ = ["NOISE_RANGES", "PAGE_PLANS", "describe", "draw_population"]
 
@@ -60,19 +58,12 @@ VISIT_HOURS = (6, 24, 72)
 SITES = 3000
 
 
-def _default() -> dict[str, Any]:
-    with open(DEFAULT_MIX_PATH, encoding="utf-8") as f:
-        data: dict[str, Any] = json.load(f)
-    return data
-
-
 def draw_population(index: int, sites: int = SITES) -> dict[str, Any]:
     """The mix of random population ``index`` (a mapping :func:`.mix.load_mix` accepts)."""
     if index < 0:
         raise ValueError(f"a random population's index is >= 0, got {index}")
     rng = random.Random(f"scrapy-domainstate random population {index}")
-    base = _default()
-    kinds = copy.deepcopy(kinds_of(base))
+    kinds = kinds_of(load_mix())  # (a fresh copy of the default mix)
     weights = {name: kind["share"] * math.exp(rng.gauss(0.0, 1.0)) for name, kind in kinds.items()}
     total = sum(weights.values())
     for name, kind in kinds.items():

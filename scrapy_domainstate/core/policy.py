@@ -198,7 +198,7 @@ class Policy:
         self.cold_contacts = self.config.cold_contact_pages and self.config.outcome == "contacts"
         #: When this process's crawl began (the manager sets it when the spider opens; the
         #: simulator at each round). A ``dead`` hold made on an earlier visit (at least
-        #: ``DOMAINSTATE_DEAD_CONFIRM_AFTER`` before it) is over for this crawl: a hold is for
+        #: ``DOMAINSTATE_DEAD_CONFIRM_AFTER`` before it) is over for this crawl (:meth:`_ended`): a hold is for
         #: the rest of the visit that found it, and a daily crawl can come back in under 12 h.
         #: 0 outside a crawl (the command line, the service): holds last their TTL.
         self.crawl_started = 0.0
@@ -223,19 +223,24 @@ class Policy:
     def is_expired(self, stat: DomainStat, now: float) -> bool:
         return stat.state_expires_at is not None and now >= stat.state_expires_at
 
-    def _hold_over(self, state: State, changed_at: float, expires: float | None) -> bool:
-        """Whether a record is a ``dead`` hold (not a confirmed verdict) made on a visit before
-        this crawl: the crawl is the later visit that confirms it or finds the host again."""
+    def _ended(self, state: State, changed_at: float, expires: float | None, now: float) -> bool:
+        """Whether a state's time is up at ``now``: it expired, or it is a ``dead`` hold (not a
+        confirmed verdict) made on a visit before this crawl, which is the later visit that
+        confirms it or finds the host again. (:meth:`is_expired` alone says what the sweep may
+        delete: a hold is not deleted.)"""
+        if expires is None:
+            return False
+        if now >= expires:
+            return True
         return (
             state is State.DEAD
-            and expires is not None
             and self.crawl_started - changed_at >= self.config.dead_confirm_after
             and expires - changed_at <= self.config.dead_hold
         )
 
     def _lapse(self, stat: DomainStat, now: float) -> None:
-        """Expire a state whose time is up, or an earlier visit's hold (:meth:`_hold_over`) from
-        when this crawl began."""
+        """End a state whose time is up (:meth:`_ended`): an earlier visit's hold from when this
+        crawl began."""
         expires = stat.state_expires_at
         if expires is not None and now < expires:
             stat.state_expires_at = min(max(self.crawl_started, stat.state_changed_at), now)
@@ -252,7 +257,7 @@ class Policy:
         if stat.state_changed_at > now + FUTURE_MARGIN or stat.last_seen > now + FUTURE_MARGIN:
             stat = stat.copy()
             self._rebase_future(stat, now)
-        if self.is_expired(stat, now) or self._hold_over(stat.state, stat.state_changed_at, stat.state_expires_at):
+        if self._ended(stat.state, stat.state_changed_at, stat.state_expires_at, now):
             stat = stat.copy()
             self._lapse(stat, now)
         return stat
@@ -362,10 +367,8 @@ class Policy:
         """What to do with a request for this domain at ``now``."""
         if stat is None:
             return Decision.PROBE if self.config.head_probe else Decision.FETCH_THEN_BROWSER
-        if (
-            self.is_expired(stat, now)
-            or stat.state_changed_at > now + FUTURE_MARGIN
-            or self._hold_over(stat.state, stat.state_changed_at, stat.state_expires_at)
+        if stat.state_changed_at > now + FUTURE_MARGIN or self._ended(
+            stat.state, stat.state_changed_at, stat.state_expires_at, now
         ):
             stat = self.current(stat, stat.domain, now)
         return self.decide_state(stat.state, stat.probed_at, stat.state_changed_at, bool(stat.browser_since))
@@ -384,11 +387,7 @@ class Policy:
         """:meth:`decision` from a record's header fields alone (``codec.decode_decision``), or
         ``None`` when they are not enough: the state has expired (the expiry chain needs the
         whole record) or was stamped by a clock that ran ahead."""
-        if (
-            (expires is not None and now >= expires)
-            or changed_at > now + FUTURE_MARGIN
-            or self._hold_over(state, changed_at, expires)
-        ):
+        if changed_at > now + FUTURE_MARGIN or self._ended(state, changed_at, expires, now):
             return None
         return self.decide_state(state, probed_at, changed_at, browser), state, expires
 
@@ -397,10 +396,9 @@ class Policy:
         unchanged): its state not expired, no stamp of a clock that ran ahead."""
         limit = now + FUTURE_MARGIN
         return (
-            not self.is_expired(stat, now)
-            and stat.state_changed_at <= limit
+            stat.state_changed_at <= limit
             and stat.last_seen <= limit
-            and not self._hold_over(stat.state, stat.state_changed_at, stat.state_expires_at)
+            and not self._ended(stat.state, stat.state_changed_at, stat.state_expires_at, now)
         )
 
     # ------------------------------------------------------------ outcomes
@@ -426,8 +424,7 @@ class Policy:
             new = stat.copy()
             if rebase and (new.state_changed_at > now + FUTURE_MARGIN or new.last_seen > now + FUTURE_MARGIN):
                 self._rebase_future(new, now)
-            expires = new.state_expires_at
-            if (expires is not None and now >= expires) or self._hold_over(new.state, new.state_changed_at, expires):
+            if self._ended(new.state, new.state_changed_at, new.state_expires_at, now):
                 self._lapse(new, now)
         new.last_seen = max(new.last_seen, now)
         # Entries from several processes may arrive out of order.

@@ -202,7 +202,7 @@ class DomainStateManager(RequestFlow):
         if self._open_failed is not None:
             raise CloseSpider(self._open_failed)
         domain_key("example.com")  # load the bundled suffix list now, not on the first request
-        self.policy.crawl_started = self.clock()  # (an earlier visit's dead holds end: Policy._hold_over)
+        self.policy.crawl_started = self.clock()  # (an earlier visit's dead holds end: Policy._ended)
         self.classifier.prepare()  # and the scan databases
         try:
             self.store.open()
