@@ -387,7 +387,8 @@ class Policy:
         """:meth:`decision` from a record's header fields alone (``codec.decode_decision``), or
         ``None`` when they are not enough: the state has expired (the expiry chain needs the
         whole record) or was stamped by a clock that ran ahead."""
-        if changed_at > now + FUTURE_MARGIN or self._ended(state, changed_at, expires, now):
+        # (``expires is not None`` first: a state with no TTL, such as friendly, costs no call here)
+        if changed_at > now + FUTURE_MARGIN or (expires is not None and self._ended(state, changed_at, expires, now)):
             return None
         return self.decide_state(state, probed_at, changed_at, browser), state, expires
 
