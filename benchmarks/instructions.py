@@ -39,17 +39,22 @@ target (<= 2 % of Scrapy's own on 0.7 KB pages, <= 3 % on 50 KB pages).
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
+import cProfile
 import ctypes
 import json
 import os
+import pstats
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -104,6 +109,18 @@ def child(args: argparse.Namespace) -> None:
 def counted() -> Iterator[None]:
     """Callgrind counts only inside (the crawl, from the spider's opening to its close): the
     imports before are run uninstrumented (about 4x faster under valgrind than counted)."""
+    opcodes_to = os.environ.get(_OPCODES_ENV)
+    if opcodes_to:
+        with opcodes_counted() as counts:
+            yield
+        Path(opcodes_to).write_text(json.dumps(counts))
+        return
+    profile_to = os.environ.get(_PROFILE_ENV)
+    if profile_to:
+        with cProfile.Profile() as prof:
+            yield
+        prof.dump_stats(profile_to)
+        return
     lib = os.environ.get(_HOOKS_ENV)
     if not lib:
         yield
@@ -116,8 +133,43 @@ def counted() -> Iterator[None]:
         hooks.ds_stop()
 
 
+@contextlib.contextmanager
+def opcodes_counted() -> Iterator[collections.Counter[str]]:
+    """Bytecodes executed in the plugin's own functions, per function (``--count opcodes``): a
+    trace function that asks for opcode events in the package's frames only (other frames run
+    untraced). Deterministic, unlike the time a profiler gives; C work a bytecode starts (a
+    dictionary lookup, a regex, a hyperscan pass) counts as one."""
+    counts: collections.Counter[str] = collections.Counter()
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            code = frame.f_code
+            counts[f"{code.co_filename}:{code.co_firstlineno}({code.co_name})"] += 1
+        return local
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if _PACKAGE_DIR in frame.f_code.co_filename:
+            frame.f_trace_opcodes = True
+            frame.f_trace_lines = False
+            return local
+        return None
+
+    threading.settrace(tracer)
+    sys.settrace(tracer)
+    try:
+        yield counts
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+
+
+_PACKAGE_DIR = f"{os.sep}scrapy_domainstate{os.sep}"
+
 #: The environment variable that tells a child where the callgrind hooks library is.
 _HOOKS_ENV = "DOMAINSTATE_BENCH_CALLGRIND_HOOKS"
+#: ... and, with ``--count``, where to write its crawl's cProfile statistics or opcode counts.
+_PROFILE_ENV = "DOMAINSTATE_BENCH_PROFILE"
+_OPCODES_ENV = "DOMAINSTATE_BENCH_OPCODES"
 _HOOKS_C = """
 #include <valgrind/callgrind.h>
 void ds_start(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
@@ -143,6 +195,8 @@ def run_child(
     env = dict(os.environ, PYTHONHASHSEED="0")
     env.pop("DOMAINSTATE_SCAN_ENGINE", None)
     env.pop(_HOOKS_ENV, None)
+    env.pop(_PROFILE_ENV, None)
+    env.pop(_OPCODES_ENV, None)
     if args.hooks and not args.no_valgrind:
         env[_HOOKS_ENV] = args.hooks
     if engine != "default":
@@ -150,7 +204,9 @@ def run_child(
     cmd = [sys.executable, __file__, "--child", mode, "--scenario", scenario, "--port", str(port), "--store", store]
     cmd += ["--urls", str(urls), "--hosts", str(args.hosts), "--flush-interval", str(args.flush_interval)]
     out = os.path.join(args.keep or tmp, f"callgrind.{scenario}.{mode}.{engine}.{urls}")
-    if not args.no_valgrind:
+    if args.count:
+        env[_PROFILE_ENV if args.count == "calls" else _OPCODES_ENV] = out
+    elif not args.no_valgrind:
         instr = "no" if args.hooks else "yes"
         cmd = [args.valgrind, "--tool=callgrind", f"--instr-atstart={instr}", f"--callgrind-out-file={out}", *cmd]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT, env=env)
@@ -158,8 +214,24 @@ def run_child(
         sys.stderr.write(proc.stderr[-4000:])
         raise SystemExit(f"benchmark child {mode}/{scenario}/{urls} failed")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["instructions"] = None if args.no_valgrind else total_instructions(out)
+    if args.count == "calls":
+        result["instructions"] = None
+        result["calls"], result["seconds"] = call_counts(out)
+    elif args.count == "opcodes":
+        result["instructions"], result["seconds"] = None, {}
+        result["calls"] = json.loads(Path(out).read_text())
+    else:
+        result["instructions"] = None if args.no_valgrind else total_instructions(out)
     return result
+
+
+def call_counts(path: str) -> tuple[dict[str, int], dict[str, float]]:
+    """Python calls per function of a child's crawl (``--calls``), and each function's own time
+    under the profiler (a hint only: profiling inflates small functions): ``file:line(name)``."""
+    stats = pstats.Stats(path).stats  # type: ignore[attr-defined]
+    calls = {f"{file}:{line}({name})": int(value[1]) for (file, line, name), value in stats.items()}
+    seconds = {f"{file}:{line}({name})": float(value[2]) for (file, line, name), value in stats.items()}
+    return calls, seconds
 
 
 def total_instructions(path: str) -> int:
@@ -253,11 +325,50 @@ def report(scenario: str, runs: dict[str, dict[int, dict[str, Any]]], sizes: lis
     return figures
 
 
+def _count_slope(runs: dict[int, dict[str, Any]], small: int, big: int) -> dict[str, float]:
+    n = max(runs[big]["requests"] - runs[small]["requests"], 1)
+    a, b = runs[small]["calls"], runs[big]["calls"]
+    return {fn: (b.get(fn, 0) - a.get(fn, 0)) / n for fn in set(a) | set(b)}
+
+
+def report_counts(
+    scenario: str, runs: dict[str, dict[int, dict[str, Any]]], sizes: list[int], unit: str, top: int = 30
+) -> dict[str, Any]:
+    """``--count calls``: Python calls per request (cProfile), the crawl's on minus off, and the
+    plugin's own functions; ``--count opcodes``: bytecodes per request in the plugin's own
+    functions. The same slope as the instructions; the functions with the most first."""
+    small, big = min(sizes), max(sizes)
+    off = _count_slope(runs["off"], small, big)
+    scrapy = sum(off.values())
+    print(f"\n--- {LABELS[scenario]} ({scenario}): {unit} per request, slope {small} -> {big} URLs ---")
+    if unit == "calls":
+        print(f"  {'Scrapy alone (off)':<34}{scrapy:>10.1f}")
+    figures: dict[str, Any] = {"scrapy": scrapy if unit == "calls" else None, "plugin": {}}
+    for key, engine_runs in runs.items():
+        if not key.startswith("on/"):
+            continue
+        on = _count_slope(engine_runs, small, big)
+        own = {fn: n for fn, n in on.items() if _PACKAGE_DIR in fn and n > 0.005}
+        total = sum(own.values())
+        if unit == "calls":
+            extra = sum(on.values()) - scrapy
+            print(
+                f"  {key:<34}{extra:>+10.1f} calls ({extra / scrapy:+.1%}); in the plugin's own functions: {total:.1f}"
+            )
+        else:
+            extra = total
+            print(f"  {key:<34}{total:>10.1f} bytecodes in the plugin's own functions")
+        for fn, n in sorted(own.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"    {n:>8.2f}  {fn.split(_PACKAGE_DIR, 1)[1]}")
+        figures["plugin"][key] = {"extra": extra, "own": total, "functions": own}
+    return figures
+
+
 def _terminated(signum: int, frame: Any) -> None:
     raise SystemExit(f"terminated by signal {signum}")
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs=2, type=int, default=[100, 300], help="the two crawl sizes (URLs)")
     parser.add_argument("--hosts", type=int, default=30, help="sites the URLs are spread over (a multiple of 10)")
@@ -275,6 +386,12 @@ def main() -> int:
     parser.add_argument("--warmups", type=int, default=2, help="crawls with the plugin before measuring")
     parser.add_argument("--valgrind", default=VALGRIND, help="the valgrind executable")
     parser.add_argument("--no-valgrind", action="store_true", help="run the crawls without callgrind (a smoke test)")
+    parser.add_argument(
+        "--count",
+        choices=("calls", "opcodes"),
+        help="count Python calls (cProfile) or the plugin's bytecodes per request instead of instructions "
+        "(fast and deterministic: no valgrind; says which functions)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument(
         "--keep", help="write the callgrind files into this directory (for callgrind_annotate's per-function breakdown)"
@@ -284,12 +401,16 @@ def main() -> int:
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     parser.add_argument("--urls", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> int:
+    args = _parser().parse_args()
     if args.mode:
         child(args)
         return 0
     signal.signal(signal.SIGTERM, _terminated)  # the server is stopped on the way out
-    if not args.no_valgrind and shutil.which(args.valgrind) is None:
+    if not args.count and not args.no_valgrind and shutil.which(args.valgrind) is None:
         raise SystemExit(f"{args.valgrind} not found (install valgrind, or pass --no-valgrind)")
     from scrapy_domainstate.detect.scan import HAVE_HYPERSCAN, default_engine
 
@@ -303,8 +424,8 @@ def main() -> int:
         server.stdin.close()
         port = int(server.stdout.readline())
         with tempfile.TemporaryDirectory() as tmp:
-            args.hooks = None if args.no_valgrind else build_hooks(tmp)
-            if not args.no_valgrind:
+            args.hooks = None if args.no_valgrind or args.count else build_hooks(tmp)
+            if not args.no_valgrind and not args.count:
                 counted_part = "the crawls only" if args.hooks else "whole processes (no C compiler for the hooks)"
                 print(
                     f"callgrind counts {counted_part}; sizes {args.sizes[0]} and {args.sizes[1]} URLs over {args.hosts} sites"
@@ -314,6 +435,11 @@ def main() -> int:
         server.terminate()
         server.wait()
     if args.no_valgrind:
+        return 0
+    if args.count:
+        figures = {s: report_counts(s, data[s], args.sizes, args.count) for s in args.scenarios}
+        if args.json:
+            Path(args.json).write_text(json.dumps({"figures": figures}, indent=1))
         return 0
     figures = {s: report(s, data[s], args.sizes) for s in args.scenarios}
     if args.json:

@@ -77,7 +77,7 @@ class MarkerHeaders:
     are never decoded). Thread-safe (a memo of stored names, whose racing writers store the
     same answer)."""
 
-    __slots__ = ("_names_b", "_prefixes_b", "_wanted", "clean_content_type", "names", "prefixes")
+    __slots__ = ("_names_b", "_picks", "_prefixes_b", "_wanted", "clean_content_type", "names", "prefixes")
 
     def __init__(self, markers: Iterable[CompiledMarker], extra: Iterable[str]) -> None:
         markers = tuple(markers)
@@ -89,6 +89,8 @@ class MarkerHeaders:
         #: stored ``Headers`` name -> whether it is one of those (a memo: thread-safe enough,
         #: a racing writer stores the same answer).
         self._wanted: dict[bytes, bool] = {}
+        #: the stored names of a response's headers -> those of them to keep (a memo, bounded)
+        self._picks: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         # content-type is read for binary/HTML checks; unless a marker looks at it, its
         # presence alone says "no marker header".
         self.clean_content_type = not any(
@@ -102,30 +104,44 @@ class MarkerHeaders:
         ``content-type`` no marker reads)."""
         return len(hdrs) == 0 or (self.clean_content_type and hdrs.keys() == _CT_ONLY)
 
+    def _picked_names(self, names: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Those of a response's stored header names that :meth:`pick` keeps (memoised)."""
+        wanted = self._wanted
+        kept = []
+        for key in names:
+            keep = wanted.get(key) if type(key) is bytes else True
+            if keep is None:
+                low = key.lower()
+                keep = low in self._names_b or low.startswith(self._prefixes_b)
+                if len(wanted) < 4096:  # header names are few; stay bounded anyway
+                    wanted[key] = keep
+            if keep:
+                kept.append(key)
+        picked = tuple(kept)
+        if len(self._picks) < 4096:
+            self._picks[names] = picked
+        return picked
+
     def pick(self, headers: Any) -> dict[str, str]:
         """The headers of :attr:`names` (and :attr:`prefixes`) in ``headers`` (Scrapy ``Headers``
         or a mapping), as :func:`normalize_headers` gives them."""
         if headers and isinstance(headers, dict):
             # Scrapy ``Headers``: keep only the bytes names that matter before decoding
-            # anything (most responses carry none of the marker headers).
-            wanted = self._wanted
-            picked = {}
-            for key, value in dict.items(headers):
-                keep = wanted.get(key) if type(key) is bytes else True
-                if keep is None:
-                    low = key.lower()
-                    keep = low in self._names_b or low.startswith(self._prefixes_b)
-                    if len(wanted) < 4096:  # header names are few; stay bounded anyway
-                        wanted[key] = keep
-                if keep:
-                    picked[key] = value
-            if not picked:
+            # anything (most responses carry none of the marker headers). A site answers
+            # with the same header names page after page: which of them are kept is looked
+            # up once per set of names.
+            names = tuple(dict.keys(headers))
+            keys = self._picks.get(names)
+            if keys is None:
+                keys = self._picked_names(names)
+            if not keys:
                 return {}
             out: dict[str, str] = {}
-            for key, value in picked.items():
+            for key in keys:
+                value = dict.get(headers, key)
                 # The usual shape (bytes name, one bytes value), decoded as normalize_headers does.
                 if type(key) is not bytes or type(value) is not list or len(value) != 1 or type(value[0]) is not bytes:
-                    return normalize_headers(picked, self.names, self.prefixes)
+                    return normalize_headers({k: dict.get(headers, k) for k in keys}, self.names, self.prefixes)
                 name = key.decode("latin-1").lower()
                 text = value[0].decode("latin-1")
                 out[name] = f"{out[name]}, {text}" if name in out else text

@@ -204,8 +204,9 @@ class DomainStore(ABC):
         stored header, or from the view of a domain with pending outcomes) is then served from
         memory until the state expires or for that long, whichever comes first, at most
         :data:`DECIDED_MAX` domains. This process's own writes invalidate it (an outcome
-        recorded for the domain, ``put``, ``delete``, ``clear``, ``sweep``); another process's
-        verdicts arrive within the bound.
+        recorded for the domain that moves a field the decision reads: the state, its change
+        and expiry times, ``probed_at``, whether it needs the browser; ``put``, ``delete``,
+        ``clear``, ``sweep``); another process's verdicts arrive within the bound.
         """
         memo = self._decided.get(domain)
         if memo is not None and memo[1] <= now < memo[2]:
@@ -264,8 +265,21 @@ class DomainStore(ABC):
 
     def record(self, domain: str, entry: RecentEntry) -> tuple[DomainStat, Transition | None]:
         """Apply an observation now (locally) and buffer it for the next flush."""
-        self._decided.pop(domain, None)
-        stat, transition = self.policy.observe(self.get(domain), domain, entry)
+        memo = self._decided.pop(domain, None)
+        old = self.get(domain)
+        stat, transition = self.policy.observe(old, domain, entry)
+        if (
+            memo is not None
+            and old is not None
+            and stat.state is old.state
+            and stat.state_expires_at == old.state_expires_at
+            and stat.state_changed_at == old.state_changed_at
+            and stat.probed_at == old.probed_at
+            and bool(stat.browser_since) is bool(old.browser_since)
+        ):
+            # The fields a decision reads did not move (a friendly domain's page, most of a
+            # crawl): the memo still answers, within the bound it was given.
+            self._decided[domain] = memo
         self._view[domain] = stat
         pending = self._pending.get(domain)
         if pending is None:

@@ -217,3 +217,69 @@ def plain_decide(store: LmdbStore, domain: str, now: float):  # type: ignore[no-
     from scrapy_domainstate.store.base import DomainStore
 
     return DomainStore.decide(store, domain, now)
+
+
+def test_an_outcome_that_moves_no_decided_field_keeps_the_memo(tmp_path: Path) -> None:
+    """A friendly domain's page changes its counters and history, not what decides it: the memo
+    made before the outcome still answers (the same object), until the outcome that moves it."""
+    from scrapy_domainstate.core.record import State
+
+    store = LmdbStore(Config(lmdb_path=str(tmp_path / "db"), flush_size=10_000, flush_interval=1e9))
+    store.open()
+    try:
+        store.set_state("a.example", State.FRIENDLY, T0)
+        first = store.decide("a.example", T0 + 0.1)
+        for i in range(5):
+            store.record("a.example", fetch(T0 + 0.2 + i / 100))
+            assert store.decide("a.example", T0 + 0.3 + i / 100) is first
+        store.flush()
+        assert store.decide("a.example", T0 + 0.5) is first  # (the flush writes what the view held)
+        for i in range(3):
+            store.record(
+                "a.example", RecentEntry(T0 + 0.6 + i / 100, Method.FETCH, Outcome.ANTIBOT, 403, "challenge:x")
+            )
+        moved = store.decide("a.example", T0 + 0.7)
+        assert moved is not first and moved[1] is State.ANTIBOT_SOFT
+    finally:
+        store.close()
+
+
+def test_the_memo_never_answers_other_than_the_record_would(tmp_path: Path) -> None:
+    """Table-driven over every kind of outcome, in runs that move every state: after each outcome
+    the memo's answer is the record's own decision."""
+    import random
+
+    from scrapy_domainstate.core.record import State
+
+    kinds = [
+        (Method.FETCH, Outcome.OK_CONTACT, 200, None),
+        (Method.FETCH, Outcome.OK_EMPTY, 200, None),
+        (Method.FETCH, Outcome.ANTIBOT, 403, "challenge:x"),
+        (Method.TAB, Outcome.OK_CONTACT, 200, None),
+        (Method.TAB, Outcome.ANTIBOT, 403, "challenge:x"),
+        (Method.FETCH, Outcome.DEAD, None, "dns"),
+        (Method.FETCH, Outcome.NETWORK_ERROR, None, "timeout"),
+        (Method.HEAD, Outcome.OK_EMPTY, 200, None),
+    ]
+    store = LmdbStore(Config(lmdb_path=str(tmp_path / "db"), flush_size=7, flush_interval=1e9))
+    store.open()
+    rng = random.Random(7)
+    moved = set()
+    try:
+        for domain_i in range(40):
+            domain = f"d{domain_i}.example"
+            now = T0 + domain_i
+            weights = [rng.random() for _ in kinds]
+            weights[domain_i % len(kinds)] += 4  # each domain leans one way (friendly, a wall, dead...)
+            for _ in range(30):
+                method, outcome, status, error = rng.choices(kinds, weights)[0]
+                now += rng.choice((0.02, 0.2, 3.0, 7200.0, 3 * 86400.0))
+                _, transition = store.record(domain, RecentEntry(now, method, outcome, status, error))
+                if transition is not None:
+                    moved.add(transition.new)
+                for later in (now + 0.001, now + 0.005, now + 0.01):  # (inside the memo's bound)
+                    expected = store.policy.decision(store.get(domain), domain, later)
+                    assert store.decide(domain, later) == expected, (domain, later - T0)
+        assert {State.FRIENDLY, State.ANTIBOT_SOFT, State.DEAD} <= moved  # the runs moved states
+    finally:
+        store.close()

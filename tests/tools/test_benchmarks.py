@@ -41,6 +41,26 @@ def test_the_instruction_benchmark_runs_its_crawls() -> None:
     assert runs == {(mode, size): size for mode in modes for size in (10, 20)}
 
 
+def test_the_instruction_benchmark_counts_the_plugins_bytecodes_and_calls(tmp_path: Path) -> None:
+    """``--count opcodes`` and ``--count calls``: per request, the plugin's own functions, with the
+    middleware's hooks among them once a request (a slope, so start-up is not in it)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for unit in ("opcodes", "calls"):
+        out = tmp_path / f"{unit}.json"
+        cmd = [sys.executable, str(BENCH / "instructions.py"), "--count", unit, "--sizes", "10", "30"]
+        cmd += ["--hosts", "10", "--warmups", "1", "--scenarios", "tiny", "--engines", "default", "--no-noop"]
+        cmd += ["--json", str(out)]
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        plugin = json.loads(out.read_text())["figures"]["tiny"]["plugin"]["on/default"]
+        per_function = {fn.rpartition("(")[2].rstrip(")"): n for fn, n in plugin["functions"].items()}
+        assert 20 < plugin["own"] < (20_000 if unit == "opcodes" else 1_000), plugin["own"]
+        if unit == "calls":
+            assert per_function["process_request"] == per_function["process_response"] == 1.0
+        else:
+            assert per_function["process_request"] > 0 and per_function["process_response"] > 0
+
+
 def test_callgrind_totals_and_slopes_are_read(tmp_path: Path) -> None:
     bench = _load("instructions")
     out = tmp_path / "callgrind.out"

@@ -1039,3 +1039,24 @@ def test_certificate_from_pem_via_twisted() -> None:
 @pytest.mark.parametrize("garbage", [None, b"", b"not a certificate", b"\x30\x03\x02\x01\x00", 42, object(), "pem?"])
 def test_certificate_garbage_is_none(garbage: Any) -> None:
     assert CLASSIFIER.certificate(garbage, "example.com", NOW) is None
+
+
+def test_picked_headers_are_the_normalized_ones_page_after_page() -> None:
+    """``MarkerHeaders.pick`` remembers which of a response's header names it keeps; what it
+    returns is still :func:`normalize_headers` of the wanted names, for every shape of headers
+    (repeated values, a marker header, none at all), the first time and the next."""
+    from scrapy_domainstate.detect.headers import normalize_headers
+
+    picker = Classifier().headers
+    shapes = [
+        {"Content-Type": "text/html", "Server": "nginx", "Date": "x"},
+        {"Content-Type": "text/html", "Server": "cloudflare", "CF-RAY": "8a-AMS"},
+        {"Server": "nginx"},
+        {"Content-Type": ["text/html", "charset=utf-8"], "Set-Cookie": ["a=1", "__cf_bm=2"]},
+        {"content-type": "text/html", "X-Datadome": "protected", "Server": "nginx"},
+    ]
+    for _ in range(2):  # (the second round answers from the memo)
+        for shape in shapes:
+            headers = Headers(shape)
+            assert picker.pick(headers) == normalize_headers(headers, picker.names, picker.prefixes), shape
+    assert picker.pick(Headers({"Server": "nginx"})) == {}
