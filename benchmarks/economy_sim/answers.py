@@ -46,7 +46,7 @@ class Judge:
     """Memoised calls of the evidence module (pure: same facts, same answer)."""
 
     def __init__(self) -> None:
-        self._answers: dict[tuple[int, bool, bool, bool, bool, bool, bool], evidence.Evidence] = {}
+        self._answers: dict[tuple[int, bool, bool, bool, bool, bool, bool, bool], evidence.Evidence] = {}
         self._probes: dict[tuple[int, bool], Verdict] = {}
 
     def answer(
@@ -58,11 +58,13 @@ class Judge:
         reissued: bool = False,
         after_shell: bool = False,
         navigation: bool = False,
+        scanned: bool = True,
     ) -> evidence.Evidence:
         """What a GET (``tab=False``) or a render answered with ``result`` means for the record
         (``navigation``: the page leads on to the site's others and holds no item, under the
-        items outcome)."""
-        key = (result, tab, fallback, contact, reissued, after_shell, navigation)
+        items outcome; ``scanned=False``: no contact scan read it, as the runtime does for a
+        friendly domain's page, ``Policy.usefulness_moves``)."""
+        key = (result, tab, fallback, contact, reissued, after_shell, navigation, scanned)
         found = self._answers.get(key)
         if found is None:
             found = self._answers[key] = self._judge(*key)
@@ -70,7 +72,14 @@ class Judge:
 
     @staticmethod
     def _judge(
-        result: int, tab: bool, fallback: bool, contact: bool, reissued: bool, after_shell: bool, navigation: bool
+        result: int,
+        tab: bool,
+        fallback: bool,
+        contact: bool,
+        reissued: bool,
+        after_shell: bool,
+        navigation: bool,
+        scanned: bool,
     ) -> evidence.Evidence:
         verdict = VERDICTS[result]
         facts = evidence.Facts(
@@ -84,7 +93,9 @@ class Judge:
         if result in FAILURES:
             return evidence.judge_failure(facts, verdict)
         judged = evidence.judge_response(facts, verdict)
-        if judged.usefulness:
+        if judged.usefulness and not scanned:
+            judged = evidence.not_scanned(judged)
+        elif judged.usefulness:
             useful = Outcome.NAVIGATION if navigation else Outcome.OK_CONTACT if contact else Outcome.OK_EMPTY
             judged = evidence.with_usefulness(judged, useful)
         return judged

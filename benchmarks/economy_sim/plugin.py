@@ -205,7 +205,9 @@ class PluginVisit:
                 self._record_verdict(host, at + 1.0, TAB, answer.record)
             self._got = self._got or tab == w.OK
             return bool(has) and tab == w.OK
-        answer = judge.answer(get, False, decision is FTB, contact, navigation=nav)
+        # (the runtime's rule: a friendly domain's fetched page is not scanned for contacts)
+        scanned = self.hosts[host] is not None or self.policy.usefulness_moves(self.store.get(self.names[host]))
+        answer = judge.answer(get, False, decision is FTB, contact, navigation=nav, scanned=scanned)
         reissue = answer.reissue
         if self._manners(host, get, at + 0.5) and reissue and get in FAILURES:
             reissue = False  # the host keeps timing out: a browser would wait for the same server

@@ -510,6 +510,16 @@ SETTINGS: tuple[Setting, ...] = (
         "unknown again. Only with DOMAINSTATE_OUTCOME = 'contacts'. Off: cold skips every page (the seed's reading).",
     ),
     _s(
+        "DOMAINSTATE_SCAN_FRIENDLY",
+        False,
+        "bool",
+        "Scan a friendly domain's pages for contacts too. Off: once a domain is friendly and has yielded a "
+        "useful page, what a page holds moves no rule (it can never turn cold), so its fetched pages are not "
+        "scanned for contacts (a cheaper pass) and are recorded as navigation with 'not-scanned'; the "
+        "outcome/ok-contact and ok-empty stats then count the other domains' pages only. Only with "
+        "DOMAINSTATE_OUTCOME = 'contacts'; a host with facts of its own, and a render, are always scanned.",
+    ),
+    _s(
         "DOMAINSTATE_RENEWAL_CLEARS_RECENT",
         False,
         "bool",
@@ -791,6 +801,7 @@ class Config:
     browser_learn_ttl: float = FROM_TABLE
     friendly_fallback: bool = FROM_TABLE
     cold_contact_pages: bool = FROM_TABLE
+    scan_friendly: bool = FROM_TABLE
     renewal_clears_recent: bool = FROM_TABLE
     url_dead_ttl: float = FROM_TABLE
     max_domains: int = FROM_TABLE

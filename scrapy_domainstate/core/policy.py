@@ -54,6 +54,9 @@ SHELL_RENDER = "js-shell"
 RATE_LIMIT_STATUS = 429
 #: The error class of a pause (``paused:timeout``): a host that stopped answering for a visit.
 PAUSED_PREFIX = "paused:"
+#: ``error_class`` of a friendly domain's page recorded as navigation without a contact scan
+#: (:meth:`Policy.usefulness_moves`).
+NOT_SCANNED = "not-scanned"
 
 __all__ = ["Decision", "Policy", "Transition", "parked_service"]
 
@@ -196,6 +199,8 @@ class Policy:
         self._ttl = dict(self.config.ttl)
         #: rule 3's option: a cold domain's contact pages are fetched
         self.cold_contacts = self.config.cold_contact_pages and self.config.outcome == "contacts"
+        #: a friendly domain's pages are recorded unscanned (:meth:`usefulness_moves`)
+        self.skips_friendly_scan = not self.config.scan_friendly and self.config.outcome == "contacts"
         #: When this process's crawl began (the manager sets it when the spider opens; the
         #: simulator at each round). A ``dead`` hold made on an earlier visit (at least
         #: ``DOMAINSTATE_DEAD_CONFIRM_AFTER`` before it) is over for this crawl (:meth:`_ended`): a hold is for
@@ -347,6 +352,20 @@ class Policy:
         if decision is Decision.SKIP and state is State.COLD and self.cold_contacts and names_contacts(url):
             return Decision.FETCH
         return decision
+
+    def usefulness_moves(self, stat: DomainStat | None) -> bool:
+        """Whether what a fetched page holds (useful or empty) can move this record, i.e. whether
+        the page is worth a contact scan. Not for a ``friendly`` domain that has yielded a useful
+        page: a domain that ever did is never ``cold``, and ``friendly`` leaves only on failures
+        and walls. Such a page is recorded as :data:`NOT_SCANNED` navigation (it proves the site
+        alive and breaks the failure and anti-bot streaks, like any fetched page). Always True
+        with ``DOMAINSTATE_SCAN_FRIENDLY`` or an outcome source other than contacts."""
+        return (
+            not self.skips_friendly_scan
+            or stat is None
+            or stat.state is not State.FRIENDLY
+            or stat.fetch_ok + stat.tab_ok == 0
+        )
 
     def leads(self, state: State, decision: Decision, canaried: bool) -> bool:
         """Whether a domain's first request of a visit goes alone, the others waiting for its

@@ -55,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from scrapy_domainstate.core.policy import SHELL_RENDER
+from scrapy_domainstate.core.policy import NOT_SCANNED, SHELL_RENDER
 from scrapy_domainstate.core.record import HARD_BLOCK_PREFIX, Method, Outcome
 from scrapy_domainstate.detect.classify import Classifier
 from scrapy_domainstate.detect.markers import BUILTIN_MARKERS
@@ -226,6 +226,16 @@ def with_usefulness(evidence: Evidence, useful: Outcome | None) -> Evidence:
         return _NOT_USEFUL
     verdict = evidence.record
     return Evidence(record=Verdict(useful, verdict.status, verdict.error_class), passed=evidence.passed)
+
+
+def not_scanned(evidence: Evidence) -> Evidence:
+    """A ``usefulness`` answer for a page no contact scan read (a friendly domain's, see
+    :meth:`~scrapy_domainstate.core.policy.Policy.usefulness_moves`): navigation, marked
+    ``'not-scanned'``."""
+    if not evidence.usefulness or evidence.record is None:
+        return evidence
+    verdict = evidence.record
+    return Evidence(record=Verdict(Outcome.NAVIGATION, verdict.status, NOT_SCANNED), passed=evidence.passed)
 
 
 def judge_failure(facts: Facts, verdict: Verdict) -> Evidence:

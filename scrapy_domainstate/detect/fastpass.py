@@ -72,8 +72,8 @@ class FastPass:
         #: The pass carries the contact scan's patterns (and leaves their places in the
         #: :class:`BodyScan`) only where a contact scan follows it.
         self.contact_places = contact_places
-        #: small page? -> its database
-        self.scanners: dict[bool, PatternScanner] = {}
+        #: (small page?, with the contact patterns?) -> its database
+        self.scanners: dict[tuple[bool, bool], PatternScanner] = {}
         self._links: PatternScanner | None = None
 
     def prepare(self) -> None:
@@ -81,24 +81,29 @@ class FastPass:
         space (allocated at the first scan)."""
         page = b"<html><head><title>t</title></head><body><a href=/>a</a></body></html>"
         for small in (True, False):
-            self.pattern_scanner(small).scan(page)
+            for with_contacts in {self.contact_places, False}:
+                self.pattern_scanner(small, with_contacts).scan(page)
         self.many_links(page)
 
-    def pattern_scanner(self, small: bool) -> PatternScanner:
-        """The pass's database for a small page (with the phrase words) or another, built at
-        its first use (or fetched from the process's cache)."""
-        scanner = self.scanners.get(small)
+    def pattern_scanner(self, small: bool, with_contacts: bool | None = None) -> PatternScanner:
+        """The pass's database for a small page (with the phrase words) or another, with the
+        contact scan's patterns or without (``None``: with them when a contact scan follows
+        the pass, :attr:`contact_places`), built at its first use (or fetched from the
+        process's cache)."""
+        if with_contacts is None:
+            with_contacts = self.contact_places
+        scanner = self.scanners.get((small, with_contacts))
         if scanner is None:
             patterns: list[tuple[bytes, bool] | tuple[bytes, bool, bool]] = [
                 (pcre_literal(lit), True) for lit in self.scanner.literals
             ]
             patterns += [(pcre_literal(probe), True, True) for probe in _FAST_PROBES]
-            if self.contact_places:
+            if with_contacts:
                 patterns += contacts.CONTACT_PATTERNS  # the contact scan of the same body reads these
             if small:  # a verification phrase can only be in the text when its longest word is
                 patterns += [(pcre_literal(word), True, True) for word in self._phrase_words]
             scanner = PatternScanner(patterns)
-            self.scanners[small] = scanner
+            self.scanners[small, with_contacts] = scanner
         return scanner
 
     def facts(self, status: int, hdrs: Mapping[str, str], scan: BodyScan) -> tuple[Facts | None, set[bytes] | None]:
@@ -130,9 +135,12 @@ class FastPass:
             self._links = PatternScanner([(b"<a ", True)], max_matches=INTERSTITIAL_MAX_LINKS - 1)
         return self._links.scan(memoryview(body)[: self.scan_bytes]) is None
 
-    def _sort_matches(self, matches: list[tuple[int, int]], scan: BodyScan) -> tuple[set[bytes], list[int]]:
+    def _sort_matches(
+        self, matches: list[tuple[int, int]], scan: BodyScan, with_contacts: bool
+    ) -> tuple[set[bytes], list[int]]:
         """The literals found, the end of the first match of each probe (the last entry: of any
-        phrase word; ``-1``: none); the contact places go to ``scan.places``."""
+        phrase word; ``-1``: none); the contact places (``with_contacts``: the database had
+        their patterns) go to ``scan.places``."""
         literals = self.scanner.literals
         count = len(literals)
         found: set[bytes] = set()
@@ -140,7 +148,7 @@ class FastPass:
         first = [-1] * (last + 1)
         places: list[tuple[int, int]] = []
         base = count + last
-        words = base + (len(contacts.CONTACT_PATTERNS) if self.contact_places else 0)
+        words = base + (len(contacts.CONTACT_PATTERNS) if with_contacts else 0)
         for ident, end in matches:
             if ident < count:
                 found.add(literals[ident])
@@ -151,7 +159,7 @@ class FastPass:
                 places.append((ident - base, end))
             elif first[last] < 0:
                 first[last] = end
-        if self.contact_places:
+        if with_contacts:
             scan.places = places
         return found, first
 
@@ -197,10 +205,11 @@ class FastPass:
             return None, None
         small = len(body) <= SMALL_PAGE
         n = min(len(body), self.scan_bytes)
-        matches = self.pattern_scanner(small).scan(body if n == len(body) else memoryview(body)[:n])
+        with_contacts = self.contact_places and scan.contacts
+        matches = self.pattern_scanner(small, with_contacts).scan(body if n == len(body) else memoryview(body)[:n])
         if matches is None:
             return None, None
-        found, first = self._sort_matches(matches, scan)
+        found, first = self._sort_matches(matches, scan, with_contacts)
         last = len(_FAST_PROBES)
         # Hyperscan's single-match mode may miss a match that ends the buffer: check there.
         tail = body[max(0, n - _PROBE_TAIL) : n].lower()

@@ -143,11 +143,15 @@ class BodyScan:
     ``None``): the contact scan then reads them instead of scanning again.
     """
 
-    __slots__ = ("_low", "body", "limit", "places")
+    __slots__ = ("_low", "body", "contacts", "limit", "places")
 
-    def __init__(self, body: Any, limit: int) -> None:
+    def __init__(self, body: Any, limit: int, contacts: bool = True) -> None:
         self.body = body
         self.limit = limit
+        #: whether a contact scan reads this body after the classifier (``False``: a friendly
+        #: domain's page, whose usefulness moves no rule; the classifier's pass then carries
+        #: no contact patterns)
+        self.contacts = contacts
         self._low: bytes | None = None
         self.places: list[tuple[int, int]] | None = None
 

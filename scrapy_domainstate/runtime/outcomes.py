@@ -185,8 +185,14 @@ class OutcomeFlow(MannersFlow):
             self.telemetry.inc("not_evidence")
             return response
         # The body as the classifier and the outcome source read it: one lowercased copy, and
-        # the contact places the classifier's pass found.
-        scan = BodyScan(response.body, self.config.body_scan_bytes)
+        # the contact places the classifier's pass found (none looked for when no contact scan
+        # follows: a friendly domain's fetched page).
+        contacts = (
+            not self.policy.skips_friendly_scan
+            or facts.method is not Method.FETCH
+            or self._usefulness_moves(request, domain)
+        )
+        scan = BodyScan(response.body, self.config.body_scan_bytes, contacts)
         verdict, passed = evidence.response_verdict(
             self.classifier, facts.method, response.status, response.headers, scan, response.url, facts.is_root
         )
@@ -197,7 +203,9 @@ class OutcomeFlow(MannersFlow):
             if certificate is not None and not verdict.success:
                 verdict, certificate = certificate, None
         judged = _judge(facts, verdict, passed)
-        if judged.usefulness:
+        if judged.usefulness and not contacts:
+            judged = evidence.not_scanned(judged)
+        elif judged.usefulness:
             # One path whatever decides usefulness: the verdict (its status, a passed wall, the
             # js-shell mark) is judged above; only "was this page useful?" comes from the source.
             useful = self.outcomes.useful(response, scan)
@@ -208,6 +216,16 @@ class OutcomeFlow(MannersFlow):
                 return self._delivered(request, response, judged)
             judged = self._useful_or_certificate(judged, useful if isinstance(useful, Outcome) else None, certificate)
         return self._apply(request, response, domain, facts.method, judged)
+
+    def _usefulness_moves(self, request: Request, domain: str) -> bool:
+        """:meth:`Policy.usefulness_moves` for a fetched page, on the domain's record as it is
+        when the answer arrives (a host with facts of its own is always scanned)."""
+        if self._host_facts_key(request) is not None:
+            return True
+        try:
+            return self.policy.usefulness_moves(self.store.get(domain))
+        except Exception:
+            return True  # (the record path reports the store's failure)
 
     @staticmethod
     def _useful_or_certificate(

@@ -161,6 +161,7 @@ VALID = {
     "DOMAINSTATE_RENEWAL_CLEARS_RECENT": [("true", True), (False, False)],
     "DOMAINSTATE_FRIENDLY_FALLBACK": [("on", True), (False, False)],
     "DOMAINSTATE_COLD_CONTACT_PAGES": [("off", False), (True, True)],
+    "DOMAINSTATE_SCAN_FRIENDLY": [("on", True), (False, False)],
     "DOMAINSTATE_URL_DEAD_TTL": [("3600", 3600.0), (0, 0.0)],
     "DOMAINSTATE_MAX_DOMAINS": [("1000", 1000), (1, 1)],
     "DOMAINSTATE_HEAD_PROBE": [("false", False), (False, False), ("off", False), ("true", True)],
@@ -365,6 +366,7 @@ BAD = {
     "DOMAINSTATE_RENEWAL_CLEARS_RECENT": ["maybe"],
     "DOMAINSTATE_FRIENDLY_FALLBACK": ["sometimes"],
     "DOMAINSTATE_COLD_CONTACT_PAGES": ["contact"],
+    "DOMAINSTATE_SCAN_FRIENDLY": ["always"],
 }
 
 BAD_CASES = [(name, value) for name, values in BAD.items() for value in values]

@@ -1007,3 +1007,66 @@ def test_an_earlier_visits_hold_is_not_served_from_the_header_or_taken_as_standi
     # observe() on the held record starts from the hold's end, as current() does
     s.see(F, CONTACT, status=200, dt=0)
     assert s.state is State.UNKNOWN and s.stat.fetch_ok == 1
+
+
+# ------------------------------------------------- which pages are worth a contact scan (issue 23)
+
+USEFULNESS_MOVES = [
+    # (id, state, fetch_ok, tab_ok, config, moves)
+    ("friendly-useful", State.FRIENDLY, 4, 0, {}, False),
+    ("friendly-rendered-useful", State.FRIENDLY, 0, 2, {}, False),
+    ("friendly-never-useful", State.FRIENDLY, 0, 0, {}, True),  # (set by hand or adopted: may turn cold)
+    ("unknown-useful", State.UNKNOWN, 4, 0, {}, True),  # (its ratio makes it friendly)
+    ("soft", State.ANTIBOT_SOFT, 4, 0, {}, True),
+    ("hard", State.ANTIBOT_HARD, 4, 0, {}, True),
+    ("cold", State.COLD, 0, 0, {}, True),
+    ("dead", State.DEAD, 0, 0, {}, True),
+    ("scan-friendly-setting", State.FRIENDLY, 4, 0, {"scan_friendly": True}, True),
+    ("items-outcome", State.FRIENDLY, 4, 0, {"outcome": "items"}, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("state", "fetch_ok", "tab_ok", "config", "moves"),
+    [r[1:] for r in USEFULNESS_MOVES],
+    ids=[r[0] for r in USEFULNESS_MOVES],
+)
+def test_usefulness_moves_a_record_unless_it_is_friendly_and_has_been_useful(
+    state: State, fetch_ok: int, tab_ok: int, config: dict[str, object], moves: bool
+) -> None:
+    policy = Policy(Config(**config))  # type: ignore[arg-type]
+    stat = DomainStat(domain="a.example", state=state, fetch_ok=fetch_ok, tab_ok=tab_ok, fetch_total=fetch_ok + 5)
+    assert policy.usefulness_moves(stat) is moves
+    assert policy.usefulness_moves(None) is True  # a new domain's page
+
+
+def test_an_unscanned_page_moves_a_friendly_record_as_a_useful_one_would() -> None:
+    """What the rule claims, with the default thresholds: for a friendly domain that has been
+    useful, recording a page as ``not-scanned`` navigation gives the same state, after any run of
+    outcomes, as recording it as the useful or empty page it was (a demotion needs 5 failed
+    fetches in a row, so friendly's window of 10 at 70 % is past them before it can fill again)."""
+    import random
+
+    from scrapy_domainstate.core.policy import NOT_SCANNED
+
+    policy = Policy(Config())
+    rng = random.Random(3)
+    plain = [Outcome.OK_CONTACT, Outcome.OK_EMPTY, Outcome.HTTP_ERROR, Outcome.NETWORK_ERROR, Outcome.ANTIBOT]
+    for _ in range(3000):
+        judged = unscanned = None
+        at = T0
+        for _ in range(12):  # friendly first
+            at += 1
+            judged, _ = policy.observe(judged, "a.example", RecentEntry(at, Method.FETCH, Outcome.OK_CONTACT, 200))
+        assert judged is not None and judged.state is State.FRIENDLY
+        unscanned = copy.deepcopy(judged)
+        for _ in range(rng.randrange(1, 30)):
+            at += rng.choice((1.0, 3600.0, 2 * DAY))
+            outcome = rng.choice(plain)
+            status = 200 if outcome in (Outcome.OK_CONTACT, Outcome.OK_EMPTY) else 503
+            entry = RecentEntry(at, Method.FETCH, outcome, status)
+            judged, _ = policy.observe(judged, "a.example", entry)
+            if outcome in (Outcome.OK_CONTACT, Outcome.OK_EMPTY) and not policy.usefulness_moves(unscanned):
+                entry = RecentEntry(at, Method.FETCH, Outcome.NAVIGATION, 200, NOT_SCANNED)
+            unscanned, _ = policy.observe(unscanned, "a.example", entry)
+            assert unscanned.state is judged.state, (unscanned.recent, judged.recent)

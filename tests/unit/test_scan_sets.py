@@ -2,7 +2,9 @@
 
 Under ``DOMAINSTATE_OUTCOME = 'items'`` (or a callable) no contact scan follows the
 classifier's pass, so its database leaves the contact patterns out; the verdicts are the
-same as with them, on every page of the corpus and of ``benchmarks/overhead.py``.
+same as with them, on every page of the corpus and of ``benchmarks/overhead.py``. The same
+holds for a page no contact scan reads under ``contacts`` (a friendly domain's:
+``BodyScan(..., contacts=False)``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def test_items_scan_without_contact_patterns_and_classify_the_same() -> None:
     items = Classifier(Config(outcome="items"), engine="hyperscan")
     assert with_contacts.contact_places and not items.contact_places
     items.prepare()
-    assert items._fast is not None and set(items._fast.scanners) == {True, False}
+    assert items._fast is not None and set(items._fast.scanners) == {(True, False), (False, False)}
     pages = [(kind, 200, {"content-type": "text/html"}, page) for kind, page in overhead_pages().items()]
     pages += [(page.id, page.status, page.headers, page.body) for page in load_corpus()]
     fast_answers = 0
@@ -50,3 +52,27 @@ def test_items_hand_no_contact_places_over() -> None:
     scan = BodyScan(body, full.scan_bytes)
     full.response(200, {"content-type": "text/html"}, scan, "/", False)
     assert scan.places is not None and any(end == body.index(b"tel:") + 4 for _, end in scan.places)
+
+
+@needs_hyperscan
+def test_a_page_no_contact_scan_reads_is_passed_without_contact_patterns() -> None:
+    """A friendly domain's page (``BodyScan(contacts=False)``) goes through the database without
+    the contact patterns, leaves no places, and gets the verdict it gets with them."""
+    classifier = Classifier(Config(), engine="hyperscan")
+    classifier.prepare()
+    assert classifier._fast is not None
+    assert set(classifier._fast.scanners) == {(small, c) for small in (True, False) for c in (True, False)}
+    pages = [(kind, 200, {"content-type": "text/html"}, page) for kind, page in overhead_pages().items()]
+    pages += [(page.id, page.status, page.headers, page.body) for page in load_corpus()]
+    for name, status, headers, body in pages:
+        for code in (status, 200):
+            unscanned = BodyScan(body, classifier.scan_bytes, contacts=False)
+            scanned = BodyScan(body, classifier.scan_bytes)
+            assert classifier.response(code, headers, unscanned, "/", False) == classifier.response(
+                code, headers, scanned, "/", False
+            ), (name, code)
+            assert unscanned.places is None
+    body = b"<html><title>x</title><body>" + b"word " * 400 + b"tel:+44 20 7946 0000</body></html>"
+    scan = BodyScan(body, classifier.scan_bytes)
+    classifier.response(200, {"content-type": "text/html"}, scan, "/", False)
+    assert scan.places  # (with contacts wanted, the same page leaves them)
