@@ -165,11 +165,12 @@ def route_of(
     ask_remote: bool = False,
 ) -> Route:
     """:func:`route` from the facts it reads (the per-request path, no facts object built)."""
-    key = (decision, bool(force), bool(browser), bool(browser_route), bool(can_wait), bool(ask_remote))
+    # (no bool() of each: 1 and True are the same key, and _route reads them as truth values)
+    key = (decision, force, browser, browser_route, can_wait, ask_remote)
     found = _ROUTES.get(key)
     if found is None:
         # Routes are immutable and depend on these six inputs only: one per combination.
-        found = _ROUTES[key] = _route(*key)
+        found = _ROUTES[key] = _route(decision, *(bool(flag) for flag in key[1:]))
     return found
 
 

@@ -617,7 +617,7 @@ class Classifier:
         try:
             if "html" not in (hdrs.get("content-type") or "html").lower():
                 return None
-            if any(name in hdrs for name in PARKING_HEADERS):
+            if not hdrs.keys().isdisjoint(PARKING_HEADERS):
                 return "lander" if is_site_root(url) else None
             if found is not None:
                 hits = found & self._parking_subset.literals

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: The route of a request for a URL marked dead (not forced: :func:`routing.dead_url_of`).
+_DEAD_URL_SKIP: routing.Route = routing.dead_url_of(False)  # type: ignore[assignment]
+
 
 class RequestFlow(OutcomeFlow):
     """The request flow of a :class:`DomainStateManager`."""
@@ -55,23 +58,28 @@ class RequestFlow(OutcomeFlow):
     def key(self, url: str) -> str:
         return domain_key(url, self.config.per_hostname)
 
-    def _decide(self, domain: str, now: float, host: str | None = None) -> tuple[Decision, State, float | None]:
+    def _decide(
+        self, domain: str, now: float, host: str | None = None, url: str | None = None
+    ) -> tuple[Decision, State, float | None]:
         """The decision for ``domain``; with ``host`` (the URL's :func:`~.keys.host_fact_key`), also
         that host's facts (a host that is neither the registrable domain nor its ``www.`` has
         its own dead/cold record). A spider with a purpose of its own (``items``, a callable)
-        also reads what the site is worth to it (:meth:`Policy.decide_with_worth`)."""
+        also reads what the site is worth to it (:meth:`Policy.decide_with_worth`). With
+        ``url``, what the URL itself changes (a cold domain's contact page, :meth:`Policy.for_url`)."""
         try:
             decided = self.store.decide(domain, now)
             if host is not None:
                 decided = Policy.decide_with_host(decided, self.store.decide(host, now))
-            if self.purpose is None:
-                return decided
-            return self.policy.decide_with_worth(
-                decided, self.store.decide(purpose_key(host or domain, self.purpose), now)
-            )
+            if self.purpose is not None:
+                decided = self.policy.decide_with_worth(
+                    decided, self.store.decide(purpose_key(host or domain, self.purpose), now)
+                )
         except Exception:
             self.telemetry.store_failed("read")
             return Decision.FETCH, State.UNKNOWN, None
+        if url is not None and decided[0] is Decision.SKIP and decided[1] is State.COLD:
+            return self.policy.for_url(Decision.SKIP, State.COLD, url), State.COLD, decided[2]
+        return decided
 
     def _store_keys(self, domain: str, host: str | None) -> tuple[str, ...]:
         """The record keys :meth:`_decide` reads for a request."""
@@ -79,13 +87,6 @@ class RequestFlow(OutcomeFlow):
         if self.purpose is not None:
             keys += (purpose_key(host or domain, self.purpose),)
         return keys
-
-    def _decide_url(self, url: str, domain: str, now: float, host: str | None) -> tuple[Decision, State, float | None]:
-        """:meth:`_decide`, then what the URL itself changes (a cold domain's contact page)."""
-        decision, state, expires = self._decide(domain, now, host)
-        if decision is Decision.SKIP and state is State.COLD:
-            decision = self.policy.for_url(decision, state, url)
-        return decision, state, expires
 
     def _mark(self, request: Request, domain: str, state: State, expires: float | None, method: str) -> None:
         # ``_value_``, not ``.value``: the Enum property costs a Python call per read.
@@ -189,17 +190,17 @@ class RequestFlow(OutcomeFlow):
         domain, host = request_keys(url, self.config.per_hostname)
         if not domain or not url.startswith(("http://", "https://")) or url.endswith("/robots.txt"):
             return False
-        if self.store.prefetch(self._store_keys(domain, host)) is not None:
+        if self._prefetch and self.store.prefetch(self._store_keys(domain, host)) is not None:
             return False  # not cached: decided (after its read) by the downloader middleware
         now = self.clock()
         if self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
-            route, state, expires = routing.dead_url_of(False), State.DEAD, None
+            route, state, expires = _DEAD_URL_SKIP, State.DEAD, None
         else:
-            decision, state, expires = self._decide_url(url, domain, now, host)
+            decision, state, expires = self._decide(domain, now, host, url)
             if state in LEARNING or decision not in routing.MAY_SKIP:
                 return False  # (only a skip or a browser-only decision can be a skip route)
             route = routing.route_of(decision, *self._flags(request))
-        if route is None or route.action is not routing.Action.SKIP:
+        if route.action is not routing.Action.SKIP:
             return False
         if domain not in self._seen:
             self._see(domain)
@@ -271,17 +272,17 @@ class RequestFlow(OutcomeFlow):
         if admitted is not None:  # a browser re-issue: goes as tab, not decided again
             self._go(request, domain, admitted, *self._decide(domain, now)[1:])
             return None
-        skip = routing.dead_url_of(flags[0])
-        if skip is not None and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
-            self._go(request, domain, skip, State.DEAD, None)
-        decision, state, expires = self._decide_url(request.url, domain, now, host)
+        if not flags[0] and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):  # (not forced)
+            self._go(request, domain, _DEAD_URL_SKIP, State.DEAD, None)
+        decision, state, expires = self._decide(domain, now, host, request.url)
         if not gated and state in LEARNING:
             # A domain still being learned can turn dead or cold any moment: decide again
             # when the request is about to be sent (the other states hold for a crawl).
             waiter = self._enter_gate(request)
             if waiter is not None:
                 return self._decide_when_sent(waiter, request, domain, host, flags, admitted)
-        lead = self._lead(domain, state, decision, flags[0])
+        # (a known domain's lead is open for the crawl: no call for it)
+        lead = None if flags[0] or self.leads.is_open(domain) else self._lead(domain, state, decision, False)
         if lead is not None:
             if lead:  # another request leads this domain: decide again once its outcome is in
                 return self._after_lead(request, domain, host, flags, admitted)
@@ -400,14 +401,17 @@ class RequestFlow(OutcomeFlow):
         self.polite.prime(request, domain, self._polite_record)
         if route.forced and not repeat:
             self.telemetry.inc("forced")
+        meta = request.meta
         if route.to_browser:
-            request.meta.update(self.browser.meta_for(request.meta))
-        if route.decision is not None:
-            request.meta[META_DECISION] = route.decision._value_
-        self._mark(request, domain, state, expires, route.method)
-        if route.decision is not None:
+            meta.update(self.browser.meta_for(meta))
+        decision = route.decision
+        if decision is not None:
+            meta[META_DECISION] = decision._value_
+        method = route.action._value_  # (route.method, without its property call)
+        self._mark(request, domain, state, expires, method)
+        if decision is not None and self.telemetry.debug_on:
             # (without a browser route, a fetch-then-browser request is a plain fetch)
-            shown = route.decision if route.to_browser or self.browser.enabled else route.method
+            shown = decision if route.to_browser or self.browser.enabled else method
             self.telemetry.debug("%s %s: %s is %s", shown, request.url, domain, state)
 
     async def _probe_then_route(

@@ -175,12 +175,12 @@ class Telemetry:
         table by pydispatch itself when their receiver goes.
         """
         connections = dispatcher.connections
-        any_signal = dispatcher.Any
-        for sender in (self._sender_id, self._any_id):
-            table = connections.get(sender)
-            if table and (table.get(signal) or table.get(any_signal)):
-                return True
-        return False
+        # (both senders written out: no tuple and loop per outcome)
+        table = connections.get(self._sender_id)
+        if table and (table.get(signal) or table.get(dispatcher.Any)):
+            return True
+        table = connections.get(self._any_id)
+        return bool(table and (table.get(signal) or table.get(dispatcher.Any)))
 
     # ------------------------------------------------------------ the store and the fleet
 

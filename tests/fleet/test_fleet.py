@@ -219,6 +219,7 @@ async def test_three_crawler_processes_sharing_one_redis_lose_no_outcome(
         "DOMAINSTATE_FLUSH_SIZE": 2,
         "DOMAINSTATE_FLUSH_INTERVAL": 0.1,
         "DOMAINSTATE_HEAD_PROBE": False,
+        "DOMAINSTATE_SCAN_FRIENDLY": True,  # (every page judged: each useful one counted once)
         "TWISTED_DNS_RESOLVER": RESOLVER,
         "CONCURRENT_REQUESTS": 16,
         "DOWNLOAD_TIMEOUT": 20,
