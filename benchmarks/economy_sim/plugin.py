@@ -206,7 +206,7 @@ class PluginVisit:
             self._got = self._got or tab == w.OK
             return bool(has) and tab == w.OK
         # (the runtime's rule: a friendly domain's fetched page is not scanned for contacts)
-        scanned = self.hosts[host] is not None or self.policy.usefulness_moves(self.store.get(self.names[host]))
+        scanned = self.hosts[host] is not None or self.policy.usefulness_moves(self.store.get(self.names[host]), at)
         answer = judge.answer(get, False, decision is FTB, contact, navigation=nav, scanned=scanned)
         reissue = answer.reissue
         if self._manners(host, get, at + 0.5) and reissue and get in FAILURES:

@@ -517,7 +517,7 @@ SETTINGS: tuple[Setting, ...] = (
         "useful page, what a page holds moves no rule (it can never turn cold), so its fetched pages are not "
         "scanned for contacts (a cheaper pass) and are recorded as navigation with 'not-scanned'; the "
         "outcome/ok-contact and ok-empty stats then count the other domains' pages only. Only with "
-        "DOMAINSTATE_OUTCOME = 'contacts'; a host with facts of its own, and a render, are always scanned.",
+        "DOMAINSTATE_OUTCOME = 'contacts'; a host with facts of its own, a render and a page behind an invalid certificate are always scanned.",
     ),
     _s(
         "DOMAINSTATE_RENEWAL_CLEARS_RECENT",

@@ -353,18 +353,21 @@ class Policy:
             return Decision.FETCH
         return decision
 
-    def usefulness_moves(self, stat: DomainStat | None) -> bool:
+    def usefulness_moves(self, stat: DomainStat | None, now: float) -> bool:
         """Whether what a fetched page holds (useful or empty) can move this record, i.e. whether
         the page is worth a contact scan. Not for a ``friendly`` domain that has yielded a useful
         page: a domain that ever did is never ``cold``, and ``friendly`` leaves only on failures
         and walls. Such a page is recorded as :data:`NOT_SCANNED` navigation (it proves the site
         alive and breaks the failure and anti-bot streaks, like any fetched page). Always True
-        with ``DOMAINSTATE_SCAN_FRIENDLY`` or an outcome source other than contacts."""
+        with ``DOMAINSTATE_SCAN_FRIENDLY`` or an outcome source other than contacts; True when
+        the state has run out at ``now`` (a ``friendly`` TTL of the user's: the page is the
+        first evidence of the new ``unknown`` period, and counts toward ``friendly`` again)."""
         return (
             not self.skips_friendly_scan
             or stat is None
             or stat.state is not State.FRIENDLY
             or stat.fetch_ok + stat.tab_ok == 0
+            or (stat.state_expires_at is not None and stat.state_expires_at <= now)
         )
 
     def leads(self, state: State, decision: Decision, canaried: bool) -> bool:

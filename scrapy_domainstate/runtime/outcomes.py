@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http import TextResponse
 
 from scrapy_domainstate.core.keys import host_fact_key, host_of, is_site_root, purpose_key
 from scrapy_domainstate.core.policy import Policy, Transition
@@ -203,7 +204,9 @@ class OutcomeFlow(MannersFlow):
             if certificate is not None and not verdict.success:
                 verdict, certificate = certificate, None
         judged = _judge(facts, verdict, passed)
-        if judged.usefulness and not contacts:
+        if judged.usefulness and not contacts and certificate is None and isinstance(response, TextResponse):
+            # (a page behind a bad certificate is scanned: empty, it is the certificate's dead
+            # signal; a file the outcome source never judges is no evidence either way)
             judged = evidence.not_scanned(judged)
         elif judged.usefulness:
             # One path whatever decides usefulness: the verdict (its status, a passed wall, the
@@ -223,7 +226,7 @@ class OutcomeFlow(MannersFlow):
         if self._host_facts_key(request) is not None:
             return True
         try:
-            return self.policy.usefulness_moves(self.store.get(domain))
+            return self.policy.usefulness_moves(self.store.get(domain), self.clock())
         except Exception:
             return True  # (the record path reports the store's failure)
 

@@ -1294,7 +1294,12 @@ class LmdbStore(DomainStore):
         self.evicted += evicted
         for domain, exc in job.corrupt:
             self._note_corrupt(domain, exc)
+        views, memo = job.views, self._decided
         for domain, data, new, new_lru, new_layout in job.written:
+            if new is not views.get(domain):
+                # Re-applied on a record another process wrote meanwhile: a decision this
+                # process memoised from its own view may no longer be the stored one's.
+                memo.pop(domain, None)
             self._remember(domain, data, new, new_lru, new_layout)
         self._forget_written_urls(job.urls)
         return out

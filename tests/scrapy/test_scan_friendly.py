@@ -11,6 +11,7 @@ import pytest_twisted
 
 from scrapy_domainstate.core.policy import NOT_SCANNED
 from scrapy_domainstate.core.record import Outcome, State
+from tests import NEEDS_SCRAPY_2_19
 from tests.scrapy.test_e2e import ds_defaults, pages, record_of
 
 
@@ -63,3 +64,40 @@ async def test_a_sub_host_with_its_own_facts_is_always_scanned(sites: Any, crawl
     assert result.stats.get("domainstate/outcome/navigation", 0) == 0
     host = record_of(settings, "shop.friendly.test")
     assert host is not None and not any(e.error_class == NOT_SCANNED for e in host.recent)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_friendly_domains_files_are_no_evidence(sites: Any, crawl_settings: Any, run_crawl: Any) -> None:
+    """A response the outcome source never judges (not text: a file) is no evidence on a
+    friendly domain either: not recorded as a fetched page."""
+    settings = {**ds_defaults(crawl_settings), "CONCURRENT_REQUESTS_PER_DOMAIN": 1}
+    await run_crawl(settings, pages(sites, "friendly-files.test", 8))
+    learned = record_of(settings, "friendly-files.test")
+    assert learned.state is State.FRIENDLY
+    sites.set_kind("friendly-files.test", "binary")
+    files = [sites.url("friendly-files.test", "/logo.png")] * 4  # image/png: not text to Scrapy
+    result = await run_crawl({**settings, "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter"}, files)
+    assert len(result.responses) == 4
+    after = record_of(settings, "friendly-files.test")
+    assert after.fetch_total == learned.fetch_total, after.recent[-4:]
+    assert result.stats["domainstate/not_evidence"] == 4
+    assert result.stats.get("domainstate/outcome/navigation", 0) == 0
+
+
+@NEEDS_SCRAPY_2_19
+@pytest_twisted.ensureDeferred
+async def test_a_friendly_domains_empty_pages_behind_a_bad_certificate_are_dead_signals(
+    sites: Any, crawl_settings: Any, run_crawl: Any
+) -> None:
+    """An empty page behind an invalid certificate is the certificate's dead signal, on a
+    friendly domain too (it is scanned): five in a row demote it, as with full scanning."""
+    settings = {**ds_defaults(crawl_settings), "CONCURRENT_REQUESTS_PER_DOMAIN": 1}
+    await run_crawl(settings, pages(sites, "friendly-tls.test", 8, tls="expired"))
+    learned = record_of(settings, "friendly-tls.test")
+    assert learned.state is State.FRIENDLY
+    sites.set_kind("friendly-tls.test", "cold")  # the site is abandoned: its default page, no contacts
+    await run_crawl(settings, pages(sites, "friendly-tls.test", 6, tls="expired"))
+    after = record_of(settings, "friendly-tls.test")
+    fetched = after.recent[-5:]
+    assert all(e.outcome is Outcome.DEAD and e.error_class == "tls:expired" for e in fetched), after.recent
+    assert after.state is not State.FRIENDLY

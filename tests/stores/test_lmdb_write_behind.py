@@ -244,6 +244,30 @@ def test_an_outcome_that_moves_no_decided_field_keeps_the_memo(tmp_path: Path) -
         store.close()
 
 
+def test_a_flush_onto_another_processs_record_drops_the_memo(tmp_path: Path) -> None:
+    """The memo kept through a friendly page is this process's view; when the flush re-applies the
+    page to a record another process wrote meanwhile, the stored state is decided again."""
+    from scrapy_domainstate.core.record import State
+
+    config = Config(lmdb_path=str(tmp_path / "db"), flush_size=10_000, flush_interval=1e9)
+    mine, other = LmdbStore(config), LmdbStore(config)
+    mine.open()
+    other.open()
+    try:
+        mine.set_state("a.example", State.FRIENDLY, T0)
+        first = mine.decide("a.example", T0 + 0.1)
+        mine.record("a.example", fetch(T0 + 0.2))
+        assert mine.decide("a.example", T0 + 0.21) is first  # (kept: the page moved nothing)
+        other.set_state("a.example", State.COLD, T0 + 0.1)
+        mine.flush()  # the page re-applied to the cold record: a useful page makes it unknown
+        now = T0 + 0.3
+        assert mine.decide("a.example", now) == plain_decide(mine, "a.example", now)
+        assert mine.decide("a.example", now)[1] is State.UNKNOWN
+    finally:
+        mine.close()
+        other.close()
+
+
 def test_the_memo_never_answers_other_than_the_record_would(tmp_path: Path) -> None:
     """Table-driven over every kind of outcome, in runs that move every state: after each outcome
     the memo's answer is the record's own decision."""

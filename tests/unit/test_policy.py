@@ -1036,8 +1036,12 @@ def test_usefulness_moves_a_record_unless_it_is_friendly_and_has_been_useful(
 ) -> None:
     policy = Policy(Config(**config))  # type: ignore[arg-type]
     stat = DomainStat(domain="a.example", state=state, fetch_ok=fetch_ok, tab_ok=tab_ok, fetch_total=fetch_ok + 5)
-    assert policy.usefulness_moves(stat) is moves
-    assert policy.usefulness_moves(None) is True  # a new domain's page
+    assert policy.usefulness_moves(stat, T0) is moves
+    assert policy.usefulness_moves(None, T0) is True  # a new domain's page
+    # a friendly state that has run out (a TTL of the user's): its page is scanned again
+    stat.state_expires_at = T0
+    assert policy.usefulness_moves(stat, T0) is True
+    assert policy.usefulness_moves(stat, T0 - 1) is moves
 
 
 def test_an_unscanned_page_moves_a_friendly_record_as_a_useful_one_would() -> None:
@@ -1066,7 +1070,7 @@ def test_an_unscanned_page_moves_a_friendly_record_as_a_useful_one_would() -> No
             status = 200 if outcome in (Outcome.OK_CONTACT, Outcome.OK_EMPTY) else 503
             entry = RecentEntry(at, Method.FETCH, outcome, status)
             judged, _ = policy.observe(judged, "a.example", entry)
-            if outcome in (Outcome.OK_CONTACT, Outcome.OK_EMPTY) and not policy.usefulness_moves(unscanned):
+            if outcome in (Outcome.OK_CONTACT, Outcome.OK_EMPTY) and not policy.usefulness_moves(unscanned, at):
                 entry = RecentEntry(at, Method.FETCH, Outcome.NAVIGATION, 200, NOT_SCANNED)
             unscanned, _ = policy.observe(unscanned, "a.example", entry)
             assert unscanned.state is judged.state, (unscanned.recent, judged.recent)
