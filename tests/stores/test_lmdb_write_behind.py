@@ -8,6 +8,7 @@ fails (a full disk) and a close with a batch in flight are each written exactly 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from scrapy_domainstate.core.config import Config
@@ -162,14 +163,24 @@ def test_a_full_disk_under_write_behind_backs_off_and_loses_nothing_it_kept(tmp_
 # ------------------------------------------------------- the decision memo (issue 23, part 2)
 
 
-def test_a_stable_decision_is_served_from_memory_within_its_bound(tmp_path: Path) -> None:
-    from scrapy_domainstate.core.record import State
-
-    config = Config(lmdb_path=str(tmp_path / "db"), flush_size=1, flush_interval=1e9)
+@contextlib.contextmanager
+def two_stores(tmp_path: Path, flush_size: int) -> Iterator[tuple[LmdbStore, LmdbStore]]:
+    """This process's store and another process's, open on the same LMDB file."""
+    config = Config(lmdb_path=str(tmp_path / "db"), flush_size=flush_size, flush_interval=1e9)
     mine, other = LmdbStore(config), LmdbStore(config)
     mine.open()
     other.open()
     try:
+        yield mine, other
+    finally:
+        mine.close()
+        other.close()
+
+
+def test_a_stable_decision_is_served_from_memory_within_its_bound(tmp_path: Path) -> None:
+    from scrapy_domainstate.core.record import State
+
+    with two_stores(tmp_path, 1) as (mine, other):
         other.set_state("a.example", State.FRIENDLY, T0)
         first = mine.decide("a.example", T0)
         assert first[1] is State.FRIENDLY
@@ -187,9 +198,6 @@ def test_a_stable_decision_is_served_from_memory_within_its_bound(tmp_path: Path
         mine.set_state("b.example", State.COLD, T0 + 3)
         cold = mine.decide("b.example", T0 + 3.1)
         assert mine.decide("b.example", T0 + 3.0) is not cold
-    finally:
-        mine.close()
-        other.close()
 
 
 def test_a_domain_with_pending_outcomes_is_decided_once_until_its_next_outcome(tmp_path: Path) -> None:
@@ -249,11 +257,7 @@ def test_a_flush_onto_another_processs_record_drops_the_memo(tmp_path: Path) -> 
     page to a record another process wrote meanwhile, the stored state is decided again."""
     from scrapy_domainstate.core.record import State
 
-    config = Config(lmdb_path=str(tmp_path / "db"), flush_size=10_000, flush_interval=1e9)
-    mine, other = LmdbStore(config), LmdbStore(config)
-    mine.open()
-    other.open()
-    try:
+    with two_stores(tmp_path, 10_000) as (mine, other):
         mine.set_state("a.example", State.FRIENDLY, T0)
         first = mine.decide("a.example", T0 + 0.1)
         mine.record("a.example", fetch(T0 + 0.2))
@@ -263,9 +267,6 @@ def test_a_flush_onto_another_processs_record_drops_the_memo(tmp_path: Path) -> 
         now = T0 + 0.3
         assert mine.decide("a.example", now) == plain_decide(mine, "a.example", now)
         assert mine.decide("a.example", now)[1] is State.UNKNOWN
-    finally:
-        mine.close()
-        other.close()
 
 
 def test_the_memo_never_answers_other_than_the_record_would(tmp_path: Path) -> None:
