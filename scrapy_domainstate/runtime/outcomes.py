@@ -208,6 +208,7 @@ class OutcomeFlow(MannersFlow):
             # (a page behind a bad certificate is scanned: empty, it is the certificate's dead
             # signal; a file the outcome source never judges is no evidence either way)
             judged = evidence.not_scanned(judged)
+            self.telemetry.inc("not_scanned")
         elif judged.usefulness:
             # One path whatever decides usefulness: the verdict (its status, a passed wall, the
             # js-shell mark) is judged above; only "was this page useful?" comes from the source.

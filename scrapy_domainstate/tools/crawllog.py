@@ -91,8 +91,11 @@ class CrawlSummary:
     retries: int = 0
     #: Pages judged useful (contacts, items, or the callable's yes), fetched or rendered.
     useful: int = 0
-    #: Item-less pages that led on to the same site (``navigation``: neither useful nor empty).
+    #: Item-less pages that led on to the same site (``navigation``: neither useful nor empty),
+    #: and a friendly domain's fetched pages that were not scanned (counted in ``not_scanned``).
     navigation: int = 0
+    #: A friendly domain's fetched pages recorded without a contact scan (``not-scanned``).
+    not_scanned: int = 0
     #: Home pages that were a parking or for-sale page (``parked``: their domains are dead).
     parked: int = 0
     #: Canaries: the one plain fetch per crawl to an ``antibot-hard`` domain.
@@ -175,6 +178,7 @@ class CrawlSummary:
             retries=_int(stats, "repeat/retry"),
             useful=_int(stats, "outcome/ok-contact"),
             navigation=_int(stats, "outcome/navigation"),
+            not_scanned=_int(stats, "not_scanned"),
             parked=_int(stats, "outcome/parked"),
             canaries=_int(stats, "canary"),
             hard_renders_failed=_int(stats, "hard_render_failed"),
@@ -207,6 +211,7 @@ class CrawlSummary:
                 retries=int(data.get("retries", 0)),
                 useful=int(data.get("useful", 0)),
                 navigation=int(data.get("navigation", 0)),
+                not_scanned=int(data.get("not_scanned", 0)),
                 parked=int(data.get("parked", 0)),
                 canaries=int(data.get("canaries", 0)),
                 hard_renders_failed=int(data.get("hard_renders_failed", 0)),
@@ -234,7 +239,7 @@ class CrawlSummary:
         return (
             "scrapy-domainstate: %s domains touched (%s); %s state changes (%s); requests sent %s "
             "(%s probes, %s renders, %s browser re-issues, %s retries); %s skipped (%s); %s from the HTTP cache; "
-            "%s useful pages, %s navigation pages, %s parked home pages; antibot-hard: %s canaries, "
+            "%s useful pages, %s navigation pages%s, %s parked home pages; antibot-hard: %s canaries, "
             "%s failed renders; %s slowed down, %s paused%s; against plain fetch-with-fallback this %s",
             (
                 f"{sum(self.domains.values()):,}",
@@ -250,7 +255,8 @@ class CrawlSummary:
                 fmt(self.skipped),
                 f"{self.cached:,}",
                 f"{self.useful:,}",
-                f"{self.navigation:,}",
+                f"{self.navigation - self.not_scanned:,}",
+                f", {self.not_scanned:,} pages of friendly domains not scanned" if self.not_scanned else "",
                 f"{self.parked:,}",
                 f"{self.canaries:,}",
                 f"{self.hard_renders_failed:,}",

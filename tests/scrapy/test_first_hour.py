@@ -203,6 +203,9 @@ async def test_startup_line_and_close_summary(
     assert "9 skipped (cold 6, dead 2, dead-url 1)" in closing[0]
     # Against fetch-with-fallback: 9 GETs not sent, and the renders after the 3 failing ones.
     assert "saved at least 12 requests and 3 renders" in closing[0]
+    # friendly.test's pages were fetched, not scanned for contacts (DOMAINSTATE_SCAN_FRIENDLY off)
+    assert stats["domainstate/not_scanned"] == 6
+    assert "0 navigation pages, 6 pages of friendly domains not scanned," in closing[0]
     assert sites.requests("cold.test") == [] and sites.requests("refused.test") == []
 
     # Both crawls are in the store's crawl log, which the report reads.
@@ -213,6 +216,7 @@ async def test_startup_line_and_close_summary(
     assert [c.skipped for c in crawls] == [{}, {"cold": 6, "dead": 2, "dead-url": 1}]
     assert crawls[1].spider == "recording" and crawls[1].finish_reason == "finished"
     assert crawls[0].probes == 4 and crawls[1].probes == 0
+    assert crawls[1].not_scanned == 6 and crawls[1].navigation == 6
 
 
 @pytest.mark.browser

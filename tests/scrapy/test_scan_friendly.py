@@ -32,7 +32,7 @@ async def test_a_friendly_domains_pages_are_recorded_unscanned(sites: Any, crawl
     assert after.fetch_ok == useful and after.fetch_total == learned.fetch_total + 6  # fetched, not judged
     last = after.recent[-6:]
     assert all(e.outcome is Outcome.NAVIGATION and e.error_class == NOT_SCANNED for e in last), last
-    assert result.stats["domainstate/outcome/navigation"] == 6
+    assert result.stats["domainstate/outcome/navigation"] == result.stats["domainstate/not_scanned"] == 6
     assert "domainstate/outcome/ok-contact" not in result.stats
 
 
@@ -48,7 +48,7 @@ async def test_with_scan_friendly_every_page_is_judged(sites: Any, crawl_setting
     record = record_of(settings, "friendly.test")
     assert record.state is State.FRIENDLY
     assert not any(e.error_class == NOT_SCANNED for e in record.recent)
-    assert result.stats.get("domainstate/outcome/navigation", 0) == 0
+    assert result.stats.get("domainstate/outcome/navigation", 0) == result.stats.get("domainstate/not_scanned", 0) == 0
     assert result.stats["domainstate/outcome/ok-contact"] + result.stats.get("domainstate/outcome/ok-empty", 0) == 6
 
 
