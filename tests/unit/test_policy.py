@@ -1044,6 +1044,36 @@ def test_usefulness_moves_a_record_unless_it_is_friendly_and_has_been_useful(
     assert policy.usefulness_moves(stat, T0 - 1) is moves
 
 
+@pytest.mark.parametrize(("scanned", "friendly_at"), [(True, 2), (False, 3)])
+def test_a_parked_friendly_domain_found_useful_again_re_learns_friendly(scanned: bool, friendly_at: int) -> None:
+    """The one path where unscanned pages give another state than scanned ones (docs/SPEC.md,
+    "A friendly domain's pages are not scanned"): a parked page ends friendly at once, and the
+    useful pages a forced fetch then finds meet a ``recent`` of navigation entries."""
+    from scrapy_domainstate.core.policy import NOT_SCANNED
+
+    policy = Policy(Config())
+    stat, at = None, T0
+    for _ in range(12):
+        at += 1
+        stat, _ = policy.observe(stat, "a.example", RecentEntry(at, Method.FETCH, Outcome.OK_CONTACT, 200))
+    for _ in range(policy.config.recent_size):  # friendly long enough to fill ``recent``
+        at += 1
+        if scanned:
+            entry = RecentEntry(at, Method.FETCH, Outcome.OK_CONTACT, 200)
+        else:
+            entry = RecentEntry(at, Method.FETCH, Outcome.NAVIGATION, 200, NOT_SCANNED)
+        stat, _ = policy.observe(stat, "a.example", entry)
+    at += 1
+    stat, _ = policy.observe(stat, "a.example", RecentEntry(at, Method.FETCH, Outcome.PARKED, 200, "parked:x"))
+    assert stat.state is State.DEAD
+    states = []
+    for _ in range(4):
+        at += 1
+        stat, _ = policy.observe(stat, "a.example", RecentEntry(at, Method.FETCH, Outcome.OK_CONTACT, 200))
+        states.append(stat.state)
+    assert states.index(State.FRIENDLY) + 1 == friendly_at, states
+
+
 def test_an_unscanned_page_moves_a_friendly_record_as_a_useful_one_would() -> None:
     """What the rule claims, with the default thresholds: for a friendly domain that has been
     useful, recording a page as ``not-scanned`` navigation gives the same state, after any run of
