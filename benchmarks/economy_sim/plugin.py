@@ -205,8 +205,11 @@ class PluginVisit:
                 self._record_verdict(host, at + 1.0, TAB, answer.record)
             self._got = self._got or tab == w.OK
             return bool(has) and tab == w.OK
-        # (the runtime's rule: a friendly domain's fetched page is not scanned for contacts)
-        scanned = self.hosts[host] is not None or self.policy.usefulness_moves(self.store.get(self.names[host]), at)
+        # (the runtime's rule: a friendly domain's fetched page is not scanned for contacts; read
+        # at the time the page is recorded)
+        scanned = self.hosts[host] is not None or self.policy.usefulness_moves(
+            self.store.get(self.names[host]), at + 0.5
+        )
         answer = judge.answer(get, False, decision is FTB, contact, navigation=nav, scanned=scanned)
         reissue = answer.reissue
         if self._manners(host, get, at + 0.5) and reissue and get in FAILURES:

@@ -17,7 +17,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import TextResponse
 
 from scrapy_domainstate.core.keys import host_fact_key, host_of, is_site_root, purpose_key
-from scrapy_domainstate.core.policy import Policy, Transition
+from scrapy_domainstate.core.policy import NOT_SCANNED, Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.detect import evidence
 from scrapy_domainstate.detect.scan import BodyScan
@@ -114,6 +114,8 @@ class OutcomeFlow(MannersFlow):
         telemetry = self.telemetry
         if counted:
             telemetry.recorded(domain, entry, stat, request)
+            if entry.error_class == NOT_SCANNED:  # (one of the outcome/navigation pages)
+                telemetry.inc("not_scanned")
         if not self.store.pending:  # the store just flushed a batch: the stats follow it
             telemetry.publish()
         if transition is not None:
@@ -208,7 +210,6 @@ class OutcomeFlow(MannersFlow):
             # (a page behind a bad certificate is scanned: empty, it is the certificate's dead
             # signal; a file the outcome source never judges is no evidence either way)
             judged = evidence.not_scanned(judged)
-            self.telemetry.inc("not_scanned")
         elif judged.usefulness:
             # One path whatever decides usefulness: the verdict (its status, a passed wall, the
             # js-shell mark) is judged above; only "was this page useful?" comes from the source.

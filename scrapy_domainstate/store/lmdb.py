@@ -1294,12 +1294,18 @@ class LmdbStore(DomainStore):
         self.evicted += evicted
         for domain, exc in job.corrupt:
             self._note_corrupt(domain, exc)
-        views, memo = job.views, self._decided
+        views, memo, pending = job.views, self._decided, self._pending
         for domain, data, new, new_lru, new_layout in job.written:
             if new is not views.get(domain):
                 # Re-applied on a record another process wrote meanwhile: a decision this
-                # process memoised from its own view may no longer be the stored one's.
+                # process memoised from its own view may no longer be the stored one's, and
+                # outcomes recorded while the batch was written (write-behind) go on top of the
+                # record as now stored, not of the view they were first applied to (which the
+                # next batch would otherwise write back over the other process's verdict).
                 memo.pop(domain, None)
+                later = pending.get(domain)
+                if later:
+                    self._view[domain] = apply_entries(self.policy, new, domain, later)
             self._remember(domain, data, new, new_lru, new_layout)
         self._forget_written_urls(job.urls)
         return out

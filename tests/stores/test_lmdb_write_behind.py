@@ -269,6 +269,38 @@ def test_a_flush_onto_another_processs_record_drops_the_memo(tmp_path: Path) -> 
         assert mine.decide("a.example", now)[1] is State.UNKNOWN
 
 
+def test_outcomes_recorded_during_a_write_onto_another_processs_record_keep_its_verdict(tmp_path: Path) -> None:
+    """Write-behind: the batch in flight is re-applied to a record another process wrote; the
+    outcomes recorded meanwhile then go on top of that record, and the next batch does not write
+    this process's older view back over the other process's verdict."""
+    from scrapy_domainstate.core.record import State
+    from scrapy_domainstate.store.base import apply_entries
+
+    with two_stores(tmp_path, 10_000) as (mine, other):
+        loop = Loop()
+        assert mine.write_behind(loop.schedule)
+        mine.set_state("a.example", State.FRIENDLY, T0)
+        first, second = fetch(T0 + 1), RecentEntry(T0 + 2, Method.FETCH, Outcome.OK_EMPTY, 200)
+        mine.record("a.example", first)
+        other.set_state("a.example", State.COLD, T0 + 0.5)
+        cold = other.get("a.example")
+        assert mine.flush() == 1  # handed to the writer thread
+        mine.record("a.example", second)  # while the batch is in flight
+        loop.calls.get(timeout=10)()  # the writer hands the batch back
+        expected = apply_entries(mine.policy, cold, "a.example", [first, second])
+        assert mine.get("a.example") == expected  # this process's view: the stored record + the later page
+        assert mine.decide("a.example", T0 + 3)[1] is expected.state is not State.FRIENDLY
+        mine.flush()  # (the close waits for it)
+    again = LmdbStore(Config(lmdb_path=str(tmp_path / "db")))
+    again.open()
+    try:
+        stored = again.get("a.example")
+    finally:
+        again.close()
+    assert stored is not None and stored.state is expected.state and stored.fetch_total == expected.fetch_total
+    assert [e.at for e in stored.recent] == [e.at for e in expected.recent]
+
+
 def test_the_memo_never_answers_other_than_the_record_would(tmp_path: Path) -> None:
     """Table-driven over every kind of outcome, in runs that move every state: after each outcome
     the memo's answer is the record's own decision."""
