@@ -291,12 +291,10 @@ def test_outcomes_recorded_during_a_write_onto_another_processs_record_keep_its_
         assert mine.get("a.example") == expected  # this process's view: the stored record + the later page
         assert mine.decide("a.example", T0 + 3)[1] is expected.state is not State.FRIENDLY
         mine.flush()  # (the close waits for it)
-    again = LmdbStore(Config(lmdb_path=str(tmp_path / "db")))
-    again.open()
-    try:
-        stored = again.get("a.example")
-    finally:
-        again.close()
+    from scrapy_domainstate import open_store
+
+    with open_store(str(tmp_path / "db")) as again:
+        stored = again.store.get("a.example")
     assert stored is not None and stored.state is expected.state and stored.fetch_total == expected.fetch_total
     assert [e.at for e in stored.recent] == [e.at for e in expected.recent]
 
