@@ -102,6 +102,12 @@ class ReadCache:
         self._waiting: dict[str, list[_Waiter]] = {}  # reactor thread only
         self._wanted: list[str] = []  # appended on the reactor thread, taken by the reader
         self._cond = threading.Condition()
+        #: Held while an entry is written: the store's own writes (:meth:`put`, :meth:`clear`)
+        #: and the reader's "is my reply newer than the entry?" check with its assignment, so a
+        #: reply read before the store's write never replaces it.
+        self._lock = threading.Lock()
+        self._cleared_at = 0.0
+        self._dropped: dict[str, float] = {}
         self._stopping = False
         self._paused_until = 0.0
         self._thread: threading.Thread | None = None
@@ -157,13 +163,20 @@ class ReadCache:
 
     def put(self, key: str, raw: bytes | None) -> None:
         """The store wrote ``raw`` under ``key`` (``None``: deleted)."""
-        self.entries[key] = Entry(raw, time.monotonic(), used=True)
+        with self._lock:
+            self.entries[key] = Entry(raw, time.monotonic(), used=True)
 
     def drop(self, key: str) -> None:
-        self.entries.pop(key, None)
+        """Forget ``key`` (read again when next wanted; a reply read before this is not kept)."""
+        with self._lock:
+            self.entries.pop(key, None)
+            self._dropped[key] = time.monotonic()
 
     def clear(self) -> None:
-        self.entries.clear()
+        with self._lock:
+            self.entries.clear()
+            self._dropped.clear()
+            self._cleared_at = time.monotonic()
 
     def _delivered(self, keys: list[str], exc: BaseException | None, worst: float, short: bool) -> None:
         try:
@@ -251,9 +264,14 @@ class ReadCache:
             self._call(self._delivered, batch, exc, worst, False)
             return
         self.keys_read += len(keys)
-        for key, raw in zip(keys, values, strict=True):
-            old = entries.get(key)
-            if old is not None and old.at > started:
-                continue  # written by the store meanwhile: newer than this reply
-            entries[key] = Entry(raw, started, idle=0 if old is None or old.used else old.idle + 1)
+        dropped = self._dropped
+        with self._lock:
+            if started > self._cleared_at:
+                for key, raw in zip(keys, values, strict=True):
+                    old = entries.get(key)
+                    if old is not None and old.at > started:
+                        continue  # written by the store meanwhile: newer than this reply
+                    if dropped and dropped.pop(key, started) > started:
+                        continue  # forgotten by the store meanwhile: read again when wanted
+                    entries[key] = Entry(raw, started, idle=0 if old is None or old.used else old.idle + 1)
         self._call(self._delivered, batch, None, worst, False)

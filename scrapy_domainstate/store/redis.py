@@ -1027,6 +1027,8 @@ class RedisStore(DomainStore):
                 continue  # did not run: the entries are still buffered and will be written
             self._done_tokens.append(token)
             for domain, entries in by_domain.items():
+                if self.cache is not None:  # (it holds the record as it was before that write)
+                    self.cache.drop(self._rkey(domain))
                 ids = {id(e) for e in entries}
                 buffered = self._pending.get(domain)
                 if not buffered:

@@ -14,6 +14,7 @@ import logging
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from scrapy_domainstate.core.config import Config
 from scrapy_domainstate.core.policy import Decision
 from scrapy_domainstate.core.record import DomainStat, State
 from scrapy_domainstate.store import StoreError
+from scrapy_domainstate.store._readcache import ReadCache
 from scrapy_domainstate.store.redis import RedisStore
 from scrapy_domainstate.testing.delay_proxy import DelayProxy
 from scrapy_domainstate.testing.redis_server import RedisServer, require_redis_server
@@ -212,3 +214,72 @@ async def test_a_stalled_redis_makes_misses_answer_at_once(server: RedisServer, 
     assert store.errors >= 1 and store.short_circuits >= 1
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
+
+
+# ------------------------------------------------------- the store's writes against the reader
+
+
+class _Racing(dict):  # type: ignore[type-arg]
+    """Entries whose lookup of ``key`` by the reader thread lets ``action`` run on another thread
+    right between the reader's check and its assignment (waiting up to 0.3 s for it)."""
+
+    def __init__(self, key: str, action: Any) -> None:
+        super().__init__()
+        self.key, self.action, self.fired = key, action, False
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = super().get(key, default)
+        if key == self.key and not self.fired and threading.current_thread().name == "reader":
+            self.fired = True
+            other = threading.Thread(target=self.action)
+            other.start()
+            other.join(0.3)  # (blocked on the cache's lock when it holds one)
+        return found
+
+
+def _reader_meets(action: Any, key: str = "d:{a.test}") -> ReadCache:
+    """A reader's refresh of ``key`` (a reply read before ``action``), ``action`` racing it."""
+    from scrapy_domainstate.store._readcache import Entry
+
+    cache = ReadCache(lambda keys: ([b"before"] * len(keys), 0.0), lambda *a: None, 0.4, 0.75, 5.0, lambda *a: None)
+    cache.entries = _Racing(key, lambda: action(cache))
+    cache.entries[key] = Entry(b"older", time.monotonic() - 1, used=True)
+    reader = threading.Thread(target=cache._read, args=([], [key], time.monotonic()), name="reader")
+    reader.start()
+    reader.join(5)
+    time.sleep(0.05)  # (the racing write, once the reader let it through)
+    return cache
+
+
+def test_the_stores_own_write_is_never_replaced_by_an_older_reply() -> None:
+    cache = _reader_meets(lambda c: c.put("d:{a.test}", b"written"))
+    assert cache.entries["d:{a.test}"].raw == b"written"
+
+
+def test_a_key_the_store_dropped_is_not_brought_back_by_an_older_reply() -> None:
+    cache = _reader_meets(lambda c: c.drop("d:{a.test}"))
+    assert "d:{a.test}" not in cache.entries
+
+
+def test_a_reply_read_before_a_clear_is_not_kept() -> None:
+    cache = _reader_meets(lambda c: c.clear())
+    assert not cache.entries
+
+
+@pytest.mark.parametrize("action", ["put", "drop", "clear"])
+def test_a_write_while_the_reply_is_on_its_way_wins(action: str) -> None:
+    """The store writes, forgets or clears while the reader's MGET is out: its reply, read
+    before, is not kept over what the store did."""
+    key = "d:{a.test}"
+    holder: list[ReadCache] = []
+
+    def fetch(keys: list[str]) -> tuple[list[bytes], float]:
+        cache = holder[0]
+        {"put": lambda: cache.put(key, b"written"), "drop": lambda: cache.drop(key), "clear": cache.clear}[action]()
+        return [b"before"] * len(keys), 0.0
+
+    cache = ReadCache(fetch, lambda *a: None, 0.4, 0.75, 5.0, lambda *a: None)
+    holder.append(cache)
+    cache._read([], [key], time.monotonic())
+    entry = cache.entries.get(key)
+    assert (entry.raw if entry else None) == (b"written" if action == "put" else None)

@@ -549,6 +549,27 @@ def test_lost_exec_reply_is_applied_exactly_once(open_store, monkeypatch, applie
     assert other.get("twice.example").fetch_total == 1
 
 
+def test_a_confirmed_lost_reply_leaves_no_stale_cached_record(open_store, monkeypatch):
+    """The EXEC ran but its reply was lost: once the next flush finds its token, the read cache
+    no longer serves the record as it was before that write."""
+    from scrapy_domainstate.store._readcache import ReadCache
+
+    store, other = open_store(flush_size=100), open_store()
+    # (a cache whose reader thread is not started; its callbacks run at once)
+    store.cache = ReadCache(store._reader_fetch, store._reader_report, 0.4, 0.75, 5.0, lambda f, *a: f(*a))
+    store.record("cached.example", fetch(NOW))
+    store.flush()  # cached: fetch_total 1
+    store.record("cached.example", fetch(NOW + 1))
+    store.record("cached.example", fetch(NOW + 2))
+    _lose_exec_reply(monkeypatch, applied=True)
+    with pytest.raises(StoreError):
+        store.flush()
+    store._down_until = 0.0  # skip the breaker's wait
+    store.flush()  # finds the token: the entries were written
+    assert other.get("cached.example").fetch_total == 3
+    assert store.get("cached.example").fetch_total == 3
+
+
 # ------------------------------------------------------- Redis going away
 
 
