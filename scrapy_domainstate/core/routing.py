@@ -49,6 +49,7 @@ from scrapy_domainstate.core.policy import Decision
 
 __all__ = [
     "MAY_SKIP",
+    "SKIP_URL_DEAD",
     "Action",
     "RequestFacts",
     "Route",
@@ -142,7 +143,7 @@ def dead_url(facts: RequestFacts) -> Route | None:
 
 def dead_url_of(force: bool) -> Route | None:
     """:func:`dead_url` from ``force`` alone."""
-    return None if force else _SKIP_URL_DEAD
+    return None if force else SKIP_URL_DEAD
 
 
 def route(facts: RequestFacts, decision: Decision, can_wait: bool = False, ask_remote: bool = False) -> Route:
@@ -205,7 +206,8 @@ _PASS_ROBOTS = Route(Action.PASS, ROBOTS)
 _PASS_NOT_HTTP = Route(Action.PASS, NOT_HTTP)
 _PASS_NO_DOMAIN = Route(Action.PASS, NO_DOMAIN)
 _TAB_REISSUE = Route(Action.TAB, REISSUE)
-_SKIP_URL_DEAD = Route(Action.SKIP, URL_DEAD)
+#: The route of a request for a URL marked dead, not forced (:func:`dead_url_of`).
+SKIP_URL_DEAD = Route(Action.SKIP, URL_DEAD)
 
 
 def robots_txt(facts: RequestFacts, decision: Decision) -> Route:

@@ -46,9 +46,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: The route of a request for a URL marked dead (not forced: :func:`routing.dead_url_of`).
-_DEAD_URL_SKIP: routing.Route = routing.dead_url_of(False)  # type: ignore[assignment]
-
 
 class RequestFlow(OutcomeFlow):
     """The request flow of a :class:`DomainStateManager`."""
@@ -194,7 +191,7 @@ class RequestFlow(OutcomeFlow):
             return False  # not cached: decided (after its read) by the downloader middleware
         now = self.clock()
         if self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):
-            route, state, expires = _DEAD_URL_SKIP, State.DEAD, None
+            route, state, expires = routing.SKIP_URL_DEAD, State.DEAD, None
         else:
             decision, state, expires = self._decide(domain, now, host, url)
             if state in LEARNING or decision not in routing.MAY_SKIP:
@@ -273,7 +270,7 @@ class RequestFlow(OutcomeFlow):
             self._go(request, domain, admitted, *self._decide(domain, now)[1:])
             return None
         if not flags[0] and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):  # (not forced)
-            self._go(request, domain, _DEAD_URL_SKIP, State.DEAD, None)
+            self._go(request, domain, routing.SKIP_URL_DEAD, State.DEAD, None)
         decision, state, expires = self._decide(domain, now, host, request.url)
         if not gated and state in LEARNING:
             # A domain still being learned can turn dead or cold any moment: decide again
@@ -281,8 +278,7 @@ class RequestFlow(OutcomeFlow):
             waiter = self._enter_gate(request)
             if waiter is not None:
                 return self._decide_when_sent(waiter, request, domain, host, flags, admitted)
-        # (a known domain's lead is open for the crawl: no call for it)
-        lead = None if flags[0] or self.leads.is_open(domain) else self._lead(domain, state, decision, False)
+        lead = None if flags[0] or self.leads.is_open(domain) else self._lead(domain, state, decision)
         if lead is not None:
             if lead:  # another request leads this domain: decide again once its outcome is in
                 return self._after_lead(request, domain, host, flags, admitted)
@@ -307,13 +303,14 @@ class RequestFlow(OutcomeFlow):
         self._go(request, domain, route, state, expires)
         return None
 
-    def _lead(self, domain: str, state: State, decision: Decision, force: bool) -> bool | None:
+    def _lead(self, domain: str, state: State, decision: Decision) -> bool | None:
         """Whether this request leads its domain (False), waits for the lead's outcome (True), or
         neither (None): the first request of an unknown domain (its probe, unless the HEAD probe is
         on), of an ``antibot-soft`` one (its answer may make it hard) and of an ``antibot-hard``
-        one (its canary) go alone."""
+        one (its canary) go alone. For a request not forced, of a domain whose lead is not open
+        (the caller checks both: a known domain's lead is open for the crawl)."""
         leads = self.leads
-        if force or leads.is_open(domain) or not self._engine_running():
+        if not self._engine_running():
             return None
         if leads.busy(domain):
             return True  # (its lead's outcome may change the state: decided again after it)
