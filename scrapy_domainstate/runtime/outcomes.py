@@ -17,7 +17,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import TextResponse
 
 from scrapy_domainstate.core.keys import host_fact_key, host_of, is_site_root, purpose_key
-from scrapy_domainstate.core.policy import NOT_SCANNED, Policy, Transition
+from scrapy_domainstate.core.policy import Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEntry, State
 from scrapy_domainstate.detect import evidence
 from scrapy_domainstate.detect.scan import BodyScan
@@ -114,8 +114,6 @@ class OutcomeFlow(MannersFlow):
         telemetry = self.telemetry
         if counted:
             telemetry.recorded(domain, entry, stat, request)
-            if entry.error_class == NOT_SCANNED:  # (one of the outcome/navigation pages)
-                telemetry.inc("not_scanned")
         if not self.store.pending:  # the store just flushed a batch: the stats follow it
             telemetry.publish()
         if transition is not None:

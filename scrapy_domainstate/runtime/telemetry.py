@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydispatch import dispatcher
 
 from scrapy_domainstate import signals
-from scrapy_domainstate.core.policy import Decision
+from scrapy_domainstate.core.policy import NOT_SCANNED, Decision
 from scrapy_domainstate.core.record import Outcome
 
 if TYPE_CHECKING:
@@ -139,8 +139,12 @@ class Telemetry:
     # ------------------------------------------------------------ outcomes
 
     def recorded(self, domain: str, entry: RecentEntry, stat: DomainStat, request: Request | None) -> None:
-        """An outcome was recorded: its stat, and ``outcome_recorded`` when someone listens."""
+        """An outcome was recorded: its stat (a friendly domain's page not scanned for contacts:
+        ``not_scanned`` too, one of the ``outcome/navigation`` pages), and ``outcome_recorded``
+        when someone listens."""
         self._add(_OUTCOME_KEYS[entry.outcome])
+        if entry.error_class == NOT_SCANNED:
+            self._add("domainstate/not_scanned")
         if self._listened(signals.outcome_recorded):
             self.crawler.signals.send_catch_log(
                 signals.outcome_recorded,
