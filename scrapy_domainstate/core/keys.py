@@ -71,7 +71,8 @@ _AUTHORITY_END_RE = re.compile(r"[/?#\\]")
 _FORBIDDEN_HOST_RE = re.compile(r"[\x00-\x20\x7f#%/:<>?@\[\\\]^|]")
 # ``http(s)://host[:port]`` followed by ``/`` or the end, with no userinfo, brackets,
 # query or fragment in the authority: the host is group 1 (as _raw_host's long way reads it).
-_PLAIN_AUTHORITY_RE = re.compile(r"https?://([^/?#\\@\[:]*)(?::[^/?#\\@\[:]*)?(?:/|\Z)").match
+# (not at the end after whitespace: the general parser strips it, as from the whole text)
+_PLAIN_AUTHORITY_RE = re.compile(r"https?://([^/?#\\@\[:]*)(?::[^/?#\\@\[:]*)?(?:/|(?<!\s)\Z)").match
 # Full stops that IDNA (UTS #46) maps to '.'.
 _DOT_TRANSLATION = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 # One label of a normalised hostname: lowercase LDH, 1-63 characters.
@@ -164,6 +165,8 @@ def _raw_host(text: str) -> str:
     else:
         return _raw_host_slow(text)
     end = text.find("/", start)
+    if end < 0 and text[-1:].isspace():
+        return _raw_host_slow(text)  # (it strips the text's trailing whitespace)
     authority = text[start:] if end < 0 else text[start:end]
     if "?" in authority or "#" in authority or "\\" in authority or "@" in authority or "[" in authority:
         return _raw_host_slow(text)
