@@ -169,7 +169,8 @@ class CrawlSummary:
                 if k.startswith(_PREFIX + "transition/") and isinstance(v, (int, float)) and v
             },
             sent=sent,
-            skipped=_family(stats, "skip"),
+            # (skip/before_queue counts again, by where, requests already in skip/{reason})
+            skipped={k: n for k, n in _family(stats, "skip").items() if k != "before_queue"},
             cached=_int(stats, "method/cache"),
             reissued=_int(stats, "browser_reissue"),
             # (without a browser route, antibot-hard requests are decided "browser" and skipped)

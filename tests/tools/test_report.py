@@ -402,6 +402,9 @@ def test_what_it_saved_crawl_by_crawl(tmp_path: Path) -> None:
     text = message % args
     assert "3 domains touched (cold 1, dead 2)" in text and "saved at least 18 requests and 6 renders" in text
     assert CrawlSummary.from_json(crawl.to_json()) == crawl
+    # skip/before_queue re-counts skips already in skip/{reason} (the spider middleware's share)
+    queued = CrawlSummary.from_stats({**stats, "domainstate/skip/before_queue": 6}, started=now - 90, finished=now)
+    assert queued.skipped == crawl.skipped and queued.requests_saved == crawl.requests_saved
     first = CrawlSummary.from_stats({"domainstate/method/head": 9, "domainstate/skip/dead": 2}, started=0, finished=1)
     message, args = first.log_message()
     assert "this cost 5 more requests (its 9 HEAD probes) and saved 2 renders" in message % args
