@@ -196,6 +196,10 @@ class RequestFlow(OutcomeFlow):
             decision, state, expires = self._decide(domain, now, host, url)
             if state in LEARNING or decision not in routing.MAY_SKIP:
                 return False  # (only a skip or a browser-only decision can be a skip route)
+            if self.leads.busy(domain) or (domain not in self._canaries and self.policy.leads(state, decision, False)):
+                # an antibot-hard domain's canary is still to go, or its outcome to come (it
+                # may reopen the domain): decided when sent
+                return False
             route = routing.route_of(decision, *self._flags(request))
         if route.action is not routing.Action.SKIP:
             return False

@@ -208,3 +208,40 @@ async def test_skipped_requests_never_enter_the_scrapy_redis_queue(
     assert not sites.requests(DEAD) and not sites.requests(COLD)
     dropped = [u for u in seen if DEAD in u or COLD in u or u.endswith("/dead-page")]
     assert dropped == [sites.url(DEAD, "/errback")]
+
+
+class NoErrbackSpider(RecordingSpider):
+    """Start requests without an errback: the filter may drop any of them before the queue."""
+
+    name = "no-errback"
+
+    def make_request(self, url: str | Request) -> Request:
+        return super().make_request(url).replace(errback=None)
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_antibot_hard_domains_canary_passes_the_filter(sites: Any, crawl_settings: dict[str, Any]) -> None:
+    """Without a browser route an ``antibot-hard`` domain is skipped, but for the visit's one
+    plain canary (SPEC section 2): the filter lets the domain's requests go on to the downloader
+    middleware until its canary is sent, as it does a domain still being learned. A wall that is
+    still up costs its canary only; one that came down (a friendly site) is crawled again."""
+    wall, down = "cf-hard-q.test", "friendly-washard.test"
+    now = time.time()
+    with LmdbStore(Config.from_settings(crawl_settings)) as store:
+        for domain in (wall, down):
+            store.put(
+                DomainStat(domain, state=State.ANTIBOT_HARD, first_seen=now, last_seen=now, state_expires_at=now + 1e5)
+            )
+    result = await run_crawl(
+        {**crawl_settings, "ADDONS": ADDON, "DOMAINSTATE_SKIP_BEFORE_QUEUE": True},
+        [sites.url(d, p) for d in (wall, down) for p in PATHS],
+        NoErrbackSpider,
+    )
+    stats = result.stats
+    assert stats.get("domainstate/canary") == 2
+    assert len(sites.requests(wall)) == 1  # its canary, a plain fetch that met the wall
+    assert stats.get("domainstate/skip/antibot-hard") == len(PATHS) - 1
+    assert len(sites.requests(down)) == len(PATHS)  # the canary passed: antibot-soft, fetched
+    with LmdbStore(Config.from_settings(crawl_settings)) as store:
+        assert store.get(down).state is State.ANTIBOT_SOFT
+        assert store.get(wall).state is State.ANTIBOT_HARD
