@@ -12,9 +12,9 @@ from scrapy_domainstate.core.record import DomainStat, Method, Outcome, RecentEn
 if TYPE_CHECKING:  # imported on first use at run time (see __getattr__); seen by type checkers
     from scrapy_domainstate.addon import Addon
     from scrapy_domainstate.extension import DomainStateExtension
-    from scrapy_domainstate.middleware import DomainStateMiddleware
+    from scrapy_domainstate.middleware import DomainStateDownloadedMiddleware, DomainStateMiddleware
     from scrapy_domainstate.pipeline import DomainStatePipeline
-    from scrapy_domainstate.spidermw import DomainStateSpiderMiddleware
+    from scrapy_domainstate.spidermw import DomainStateQueueFilter, DomainStateSpiderMiddleware
     from scrapy_domainstate.tools.api import StoreHandle, UrlDecision, open_store
 
 __version__ = "0.1.0"
@@ -25,9 +25,11 @@ __all__ = [
     "ConfigError",
     "Decision",
     "DomainStat",
+    "DomainStateDownloadedMiddleware",
     "DomainStateExtension",
     "DomainStateMiddleware",
     "DomainStatePipeline",
+    "DomainStateQueueFilter",
     "DomainStateSpiderMiddleware",
     "Method",
     "Outcome",
@@ -46,9 +48,11 @@ __all__ = [
 #: pulling in Scrapy's machinery.
 _LAZY = {
     "Addon": "scrapy_domainstate.addon",
+    "DomainStateDownloadedMiddleware": "scrapy_domainstate.middleware",
     "DomainStateExtension": "scrapy_domainstate.extension",
     "DomainStateMiddleware": "scrapy_domainstate.middleware",
     "DomainStatePipeline": "scrapy_domainstate.pipeline",
+    "DomainStateQueueFilter": "scrapy_domainstate.spidermw",
     "DomainStateSpiderMiddleware": "scrapy_domainstate.spidermw",
     "StoreHandle": "scrapy_domainstate.tools.api",
     "UrlDecision": "scrapy_domainstate.tools.api",

@@ -8,7 +8,7 @@ from scrapy.exceptions import NotConfigured
 
 from scrapy_domainstate.core.config import Config, log_unknown_settings
 from scrapy_domainstate.extension import DomainStateExtension
-from scrapy_domainstate.middleware import DomainStateMiddleware
+from scrapy_domainstate.middleware import DomainStateDownloadedMiddleware, DomainStateMiddleware
 from scrapy_domainstate.pipeline import DomainStatePipeline
 from scrapy_domainstate.runtime.failures import quiet_startup_failures
 from scrapy_domainstate.runtime.switch import off_reason, report_off
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "DOWNLOADED_MIDDLEWARE_PRIORITY",
     "DOWNLOADER_MIDDLEWARE_PRIORITY",
     "EXTENSION_PRIORITY",
     "PIPELINE_PRIORITY",
@@ -31,6 +32,9 @@ __all__ = [
 #: Below Retry (550), MetaRefresh (580), HttpCompression (590) and Redirect (600);
 #: above HttpCache (900). See :mod:`scrapy_domainstate.middleware`.
 DOWNLOADER_MIDDLEWARE_PRIORITY = 540
+#: Next to the downloader, above every middleware of Scrapy's and of the usual plugins: it sees
+#: each download first, as Scrapy's response_downloaded and request_left_downloader signals do.
+DOWNLOADED_MIDDLEWARE_PRIORITY = 10_000
 #: Close to the spider, so it counts exactly what the callback yields.
 SPIDER_MIDDLEWARE_PRIORITY = 950
 #: Last before the scheduler (below Offsite 500, Referer 700, UrlLength 800, Depth 900): the
@@ -71,6 +75,9 @@ class Addon:
             raise NotConfigured
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", DomainStateMiddleware, DOWNLOADER_MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", DomainStateDownloadedMiddleware, DOWNLOADED_MIDDLEWARE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", DomainStateSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY

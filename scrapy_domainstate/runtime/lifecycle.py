@@ -113,6 +113,13 @@ class DomainStateManager(RequestFlow):
         #: ``request_left_downloader`` is connected when the gate is first used: Scrapy sends it
         #: for every request, and a receiver costs each of them a few microseconds.
         self._left_connected = False
+        #: Set by :class:`~scrapy_domainstate.middleware.DomainStateDownloadedMiddleware`: it sees
+        #: each download as it leaves the downloader, in place of the two Scrapy signals (each
+        #: of their receivers costs every request about as much as a middleware twice over).
+        self.downloaded_middleware = False
+        #: Set by :class:`~scrapy_domainstate.middleware.DomainStateMiddleware`.
+        self.deciding = False
+        self._polite_connected = False
         #: Set by :class:`~scrapy_domainstate.pipeline.DomainStatePipeline`: a store that cannot
         #: open fails the crawl's start (exit status 1).
         self.exit_status_on_failure = False
@@ -146,8 +153,6 @@ class DomainStateManager(RequestFlow):
             # alone still opens, flushes and closes the store.
             crawler.signals.connect(manager.spider_opened, signal=scrapy_signals.spider_opened)
             crawler.signals.connect(manager.spider_closed, signal=scrapy_signals.spider_closed)
-            if config.politeness:
-                crawler.signals.connect(manager.response_downloaded, signal=scrapy_signals.response_downloaded)
         return manager
 
     @property
@@ -157,6 +162,18 @@ class DomainStateManager(RequestFlow):
         return self.crawler.stats
 
     def spider_opened(self, spider: Any = None) -> None:
+        # (every component is built by now: without the downloaded middleware, Scrapy's signals)
+        if self.deciding and not self.downloaded_middleware and not self._polite_connected:
+            self._polite_connected = True
+            logger.warning(
+                "scrapy-domainstate: DOWNLOADER_MIDDLEWARES lists DomainStateMiddleware but not "
+                "DomainStateDownloadedMiddleware (README, Enable: the manual equivalent); Scrapy's "
+                "response_downloaded and request_left_downloader signals stand in for it, which costs "
+                "every request more, and a domain's first request that fails lets its other requests go",
+                extra={"crawler": self.crawler},
+            )
+            if self.config.politeness:
+                self.crawler.signals.connect(self.response_downloaded, signal=scrapy_signals.response_downloaded)
         self.open()
         wake_shell_engine(self.crawler)  # scrapy shell: its first fetch() can open the spider too early
         # Start-up is over: what exists now (Scrapy, Twisted, the settings, the suffix

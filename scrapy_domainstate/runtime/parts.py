@@ -65,6 +65,8 @@ class Parts:
     _canaries: set[str]
     _asked: set[str]
     _left_connected: bool
+    downloaded_middleware: bool
+    deciding: bool
     _opened_at: float
 
     if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from scrapy_domainstate.runtime.outcomes import OutcomeFlow
 from scrapy_domainstate.runtime.probes import META_PROBE, probe_request, send_probe
 
 if TYPE_CHECKING:
-    from scrapy.http import Request
+    from scrapy.http import Request, Response
     from twisted.internet.defer import Deferred
 
 
@@ -109,10 +109,14 @@ class RequestFlow(OutcomeFlow):
         repeat = None if seen is None else _repeat(seen, retries, redirects)
         # Spiders often build requests with ``meta=response.meta``: what this plugin wrote
         # for the parent (its decision, its pending outcome) must not ride along.
+        url = request.url
         if not meta.keys().isdisjoint(PER_REQUEST_KEYS):  # (one C call when none rides along)
+            # (a lead's retry keeps its lead: its failure was retried above this middleware)
+            lead = meta.get(META_LEAD) if repeat == "retry" else None
             for key in PER_REQUEST_KEYS:
                 meta.pop(key, None)
-        url = request.url
+            if lead == url:
+                meta[META_LEAD] = url
         robots = url.endswith("/robots.txt") and bool(meta.get("dont_obey_robotstxt"))
         domain, host = request_keys(url, self.config.per_hostname)
         # Scrapy stores URLs with a lowercase scheme (``safe_url_string``).
@@ -213,7 +217,7 @@ class RequestFlow(OutcomeFlow):
         return False  # (not reached: a SKIP route raises)
 
     def _connect_left(self) -> None:
-        if not self._left_connected:
+        if not self._left_connected and not self.downloaded_middleware:
             self._left_connected = True
             self.crawler.signals.connect(self.request_left_downloader, signal=scrapy_signals.request_left_downloader)
 
@@ -249,16 +253,36 @@ class RequestFlow(OutcomeFlow):
         if pending is not None:
             await pending
 
+    def left_downloader(self, request: Request, response: Response | None) -> None:
+        """``request`` left the downloader with ``response`` (``None``: a failure), seen by
+        :class:`~scrapy_domainstate.middleware.DomainStateDownloadedMiddleware` before any other
+        middleware: a 429 slows its slot at once (a response from the HTTP cache does not), and its
+        place and its domain's lead go back once its way back is over."""
+        if response is not None and self.polite.enabled and "cached" not in response.flags:
+            self.response_downloaded(response, request)
+        self._left(request, failed=response is None)
+
     def request_left_downloader(self, request: Request, spider: Any = None) -> None:
+        """Scrapy's ``request_left_downloader``, when the downloaded middleware is not installed
+        (sent before the way back: a failure is not told from a response)."""
+        self._left(request, failed=False)
+
+    def _left(self, request: Request, failed: bool) -> None:
         """Give the request's place back also when its response never comes back to this
         middleware (retried or redirected above it, a failure raised above it); with
         requests waiting for it, after the response's own way back, where its outcome is
         recorded first."""
         self.gate.left(request, lambda leave, req: call_later(0, leave, req))
         if request.meta.get(META_LEAD) == request.url:
-            # A lead whose response never comes back here (retried or redirected above this
-            # middleware): once its way back is over, the requests waiting for it go on.
-            call_later(0, self._release_lead, request)
+            call_later(0, self._lead_way_back, request, failed)
+
+    def _lead_way_back(self, request: Request, failed: bool) -> None:
+        """A lead's way back through the middlewares is over. When it ended above this middleware
+        on a response (a redirect), the requests waiting for it go on. When it ended there on a
+        failure, the failure was retried: the copy leads on (decided as the lead when it comes
+        back), its outcome releases them (or the wait's timeout does)."""
+        if not failed:
+            self._release_lead(request)
 
     def _decide_now(
         self,
@@ -282,7 +306,12 @@ class RequestFlow(OutcomeFlow):
             waiter = self._enter_gate(request)
             if waiter is not None:
                 return self._decide_when_sent(waiter, request, domain, host, flags, admitted)
-        lead = None if flags[0] or self.leads.is_open(domain) else self._lead(domain, state, decision)
+        if flags[0] or self.leads.is_open(domain):
+            lead = None
+        elif request.meta.get(META_LEAD) == request.url and self.leads.busy(domain):
+            lead = None  # the lead's own retry (its failure was retried above): it leads on
+        else:
+            lead = self._lead(domain, state, decision)
         if lead is not None:
             if lead:  # another request leads this domain: decide again once its outcome is in
                 return self._after_lead(request, domain, host, flags, admitted)

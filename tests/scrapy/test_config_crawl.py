@@ -28,8 +28,14 @@ def _ours(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
 
 #: The components listed by hand, as the README's manual equivalent of the add-on line.
 BY_HAND = {
-    "DOWNLOADER_MIDDLEWARES": {"scrapy_domainstate.DomainStateMiddleware": 540},
-    "SPIDER_MIDDLEWARES": {"scrapy_domainstate.DomainStateSpiderMiddleware": 950},
+    "DOWNLOADER_MIDDLEWARES": {
+        "scrapy_domainstate.DomainStateMiddleware": 540,
+        "scrapy_domainstate.DomainStateDownloadedMiddleware": 10_000,
+    },
+    "SPIDER_MIDDLEWARES": {
+        "scrapy_domainstate.DomainStateSpiderMiddleware": 950,
+        "scrapy_domainstate.DomainStateQueueFilter": 10,
+    },
     "EXTENSIONS": {"scrapy_domainstate.DomainStateExtension": 500},
 }
 ENABLINGS = {
@@ -149,3 +155,20 @@ async def test_components_by_hand_work_when_on(
     assert result.response_for(sites.url("friendly.test")).domainstate is not None
     assert any("using" in m for m in _ours(caplog, logging.INFO))
     assert not any("disabled" in m for m in _ours(caplog, logging.INFO))
+
+
+@pytest_twisted.ensureDeferred
+async def test_listed_by_hand_without_the_downloaded_middleware_warns_once_and_crawls(
+    sites: Any, crawl_settings: dict[str, Any], run_crawl: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Scrapy's signals stand in for it (slower, and a failing first request opens its domain):
+    one WARNING names it, and the crawl decides and records as ever."""
+    settings = {
+        **crawl_settings,
+        **BY_HAND,
+        "DOWNLOADER_MIDDLEWARES": {"scrapy_domainstate.DomainStateMiddleware": 540},
+    }
+    result = await run_crawl(settings, [sites.url("friendly.test", p) for p in ("/", "/contact")])
+    named = [m for m in _ours(caplog, logging.WARNING) if "DomainStateDownloadedMiddleware" in m]
+    assert len(named) == 1, _ours(caplog, logging.WARNING)
+    assert len(result.responses) == 2 and result.stats.get("domainstate/method/fetch") == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import pytest_twisted
 from scrapy.exceptions import IgnoreRequest
 from twisted.internet import reactor
@@ -36,6 +37,31 @@ async def test_a_dead_domain_costs_its_probe_and_the_confirmation(
     assert result.stats["domainstate/probe/waited"] >= 5
     assert "domainstate/probe/wait_timeout" not in result.stats
     assert result.stats.get("domainstate/method/head", 0) == 0
+
+
+@pytest.mark.parametrize("host", ["nxdomain.test", "refused.test"])
+@pytest.mark.parametrize("retries", [0, 2])
+@pytest_twisted.ensureDeferred
+async def test_a_domain_dead_by_a_network_signal_costs_its_probe_and_the_confirmation(
+    sites: Any, crawl_settings: Any, run_crawl: Any, host: str, retries: int
+) -> None:
+    """A failure (no such name, connection refused) is the lead's outcome as a 404 root is: the
+    others wait for it, and for the retries RetryMiddleware (above the plugin) makes of it,
+    whose copy leads on; then the next request confirms. Two URLs are sent, each with its
+    retries; the other two never are."""
+    settings = {
+        **ds_defaults(crawl_settings),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+        "RETRY_ENABLED": bool(retries),
+        "RETRY_TIMES": retries,
+    }
+    urls = [sites.url(host, p) for p in PATHS]
+    result = await run_crawl(settings, urls)
+    assert result.stats["downloader/request_count"] == 2 * (1 + retries)
+    assert states(settings, host)[host] is State.DEAD
+    skipped = [f for f in result.failures if isinstance(f.exception, IgnoreRequest)]
+    assert len(skipped) == len(PATHS) - 2
+    assert "domainstate/probe/wait_timeout" not in result.stats
 
 
 @pytest_twisted.ensureDeferred

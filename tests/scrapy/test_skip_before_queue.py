@@ -222,7 +222,7 @@ class NoErrbackSpider(RecordingSpider):
 @pytest_twisted.ensureDeferred
 async def test_an_antibot_hard_domains_canary_passes_the_filter(sites: Any, crawl_settings: dict[str, Any]) -> None:
     """Without a browser route an ``antibot-hard`` domain is skipped, but for the visit's one
-    plain canary (SPEC section 2): the filter lets the domain's requests go on to the downloader
+    plain canary (docs/SPEC.md section 2): the filter lets the domain's requests go on to the downloader
     middleware until its canary is sent, as it does a domain still being learned. A wall that is
     still up costs its canary only; one that came down (a friendly site) is crawled again."""
     wall, down = "cf-hard-q.test", "friendly-washard.test"
