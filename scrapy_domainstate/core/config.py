@@ -90,6 +90,11 @@ def _bool(name: str, value: Any) -> bool:
 _N = TypeVar("_N", int, float)
 
 
+#: The largest LMDB map the store reserves or grows to (16 TiB): a map of 64 TiB or more
+#: is what a damaged meta page looks like (``store._lmdbcheck``), so none is ever written.
+LMDB_MAX_MAP_SIZE = 1 << 44
+
+
 def _number(name: str, value: Any, kind: type[_N], minimum: float, maximum: float | None = None) -> _N:
     if isinstance(value, bool):
         raise ConfigError(f"{name} must be a number, got {value!r}")
@@ -97,7 +102,7 @@ def _number(name: str, value: Any, kind: type[_N], minimum: float, maximum: floa
         number = kind(value)
         if kind is int and isinstance(value, float) and not value.is_integer():
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (int(float("inf")) overflows)
         raise ConfigError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
     if math.isnan(number) or number < minimum or (maximum is not None and number > maximum):
         bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
@@ -358,8 +363,8 @@ SETTINGS: tuple[Setting, ...] = (
         "DOMAINSTATE_LMDB_MAP_SIZE",
         1 << 30,
         "int",
-        "Bytes reserved for the LMDB map (sparse); grown on demand when full.",
-        parse=_int(1 << 16),
+        "Bytes reserved for the LMDB map (sparse); grown on demand when full, up to 16 TiB.",
+        parse=_int(1 << 16, LMDB_MAX_MAP_SIZE),
         example="8 << 30",
     ),
     _s(

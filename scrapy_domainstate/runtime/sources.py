@@ -107,6 +107,10 @@ class OutcomeSource:
         if not isinstance(response, TextResponse):
             return None
         body = response.body
+        if body.find(b"\x00", 0, 1024) >= 0:
+            # UTF-16/32 text, or a stray NUL, which the scans read as binary (nothing found: an
+            # empty page, and a useful site would go cold): contacts are ASCII, read them so
+            body = body.replace(b"\x00", b"")
         if scan is None or scan.body is not body or scan.limit != self._scan_bytes:
             scan = BodyScan(body, self._scan_bytes)
         return Outcome.OK_CONTACT if scan_has_contact(scan) else Outcome.OK_EMPTY

@@ -59,7 +59,7 @@ import lmdb
 
 from scrapy_domainstate.core.breaker import CircuitBreaker
 from scrapy_domainstate.core.clock import FUTURE_MARGIN
-from scrapy_domainstate.core.config import Config
+from scrapy_domainstate.core.config import LMDB_MAX_MAP_SIZE, Config
 from scrapy_domainstate.core.policy import Policy, Transition
 from scrapy_domainstate.core.record import DomainStat, RecentEntry
 from scrapy_domainstate.store import _lmdbcheck
@@ -187,7 +187,10 @@ def _open_env(shared: _Shared, map_size: int, readonly: bool) -> None:
     """
     path = shared.path
     if not readonly:
-        os.makedirs(path, exist_ok=True)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:  # a file there, or under a file, or no permission
+            raise StoreError(f"cannot create the LMDB directory {path}: {exc.strerror or exc}") from exc
     elif not os.path.exists(os.path.join(path, "data.mdb")):
         raise StoreError(f"no domainstate database at {path}")
     _wait_for_data(path)
@@ -747,7 +750,9 @@ class LmdbStore(DomainStore):
                 env.set_mapsize(0)  # adopt what others committed
                 size = env.info()["map_size"]
                 if size <= before:
-                    size = before * 2
+                    if before >= LMDB_MAX_MAP_SIZE:
+                        return  # as large as it gets: the write fails as on a full disk
+                    size = min(before * 2, LMDB_MAX_MAP_SIZE)
                     env.set_mapsize(size)
                     self.map_growths += 1
                     logger.info("Grew the LMDB map of %s to %d MiB", shared.path, size >> 20)

@@ -427,6 +427,11 @@ class RedisStore(DomainStore):
                 "maint_notifications_config": MaintNotificationsConfig(enabled=False),
             }
             client: redis.Redis | redis.RedisCluster = redis.Redis.from_url(url, **kwargs)
+            pool_kwargs = getattr(client, "connection_pool", None)
+            for name, value in getattr(pool_kwargs, "connection_kwargs", {}).items():
+                # (redis-py refuses these only once connected, leaving its socket open)
+                if name in ("socket_timeout", "socket_connect_timeout") and value is not None and not value >= 0:
+                    raise ValueError(f"{name} must be >= 0, got {value!r}")
         except ValueError as exc:
             raise ConfigError(f"DOMAINSTATE_REDIS_URL {masked!r} is not a valid Redis URL: {exc}") from None
         cluster = self._cluster_wanted

@@ -16,9 +16,13 @@ from scrapy_domainstate.core.clock import DAY, HOUR, MINUTE
 from scrapy_domainstate.core.keys import host_fact_key, part_of
 from scrapy_domainstate.core.policy import Decision
 from scrapy_domainstate.core.record import DomainStat, State
+from scrapy_domainstate.store.codec import MAX_TIME
 
 if TYPE_CHECKING:
     from scrapy_domainstate.store import DomainStore
+
+#: The earliest time shown (1900-01-01; a negative time is a clock's or a file's error).
+MAX_TIME_PAST = 2208988800.0
 
 __all__ = ["Shown", "decided_as", "iso", "look", "part_label", "plural", "relative", "show_lines", "span"]
 
@@ -28,7 +32,10 @@ def iso(ts: float | None) -> str:
         return "never"
     if not ts:
         return "-"
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    # (as a record stores it: clamped to 9999-12-31, which ``--ttl 1e15`` would pass)
+    return datetime.fromtimestamp(max(min(ts, MAX_TIME), -MAX_TIME_PAST), tz=timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S UTC"
+    )
 
 
 def span(seconds: float) -> str:

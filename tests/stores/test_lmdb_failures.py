@@ -286,3 +286,19 @@ def test_a_full_disk_backs_off_caps_the_buffer_and_recovers(tmp_path: Path) -> N
     assert out["pending_after"] == 0, out
     assert out["count_after"] == 300 + out["pending"] + 1, out
     assert "writing to" in proc.stderr and "failed" in proc.stderr  # one warning, with the cause
+
+
+@pytest.mark.parametrize("where", ["file", "under-file"])
+def test_a_store_path_that_is_a_file_is_a_store_error(tmp_path: Path, where: str) -> None:
+    """A clear StoreError naming the path (the command prints it as "error: ..."; a crawl
+    closes as domainstate_unavailable), not an OSError's traceback."""
+    from scrapy_domainstate.core.config import Config
+    from scrapy_domainstate.store.base import StoreError
+    from scrapy_domainstate.store.lmdb import LmdbStore
+
+    afile = tmp_path / "afile"
+    afile.write_text("hi")
+    path = afile if where == "file" else afile / "sub"
+    with pytest.raises(StoreError, match="cannot create the LMDB directory"):
+        LmdbStore(Config(lmdb_path=str(path))).open()
+    assert afile.read_text() == "hi"

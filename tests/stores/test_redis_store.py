@@ -375,6 +375,12 @@ def test_bad_url_names_the_setting():
         RedisStore(Config(redis_url="http://:pw@localhost/")).open()
 
 
+def test_a_query_value_redis_py_rejects_on_connect_names_the_setting(redis_server):
+    # redis-py builds the client from the URL, then refuses the value when it connects
+    with pytest.raises(ConfigError, match=r"DOMAINSTATE_REDIS_URL .*socket_timeout must be >= 0"):
+        RedisStore(Config(redis_url=redis_server.url + "?socket_timeout=-1")).open()
+
+
 @pytest.mark.parametrize("prefix", ["a{b:", "x}:", "{}:", "{a}{b}:"])
 def test_bad_prefix_names_the_setting(redis_server, prefix):
     with pytest.raises(ConfigError, match="DOMAINSTATE_REDIS_PREFIX"):

@@ -316,15 +316,17 @@ def test_show(work: Path, db: Path) -> None:
 def test_set(work: Path, db: Path) -> None:
     before = time.time()
     # Several writers at once, as several operators (or crawls) may be: nothing is lost.
-    first, second, third, bad, bad_ttl = scrapy_all(
+    first, second, third, bad, bad_ttl, far = scrapy_all(
         ("set", "https://www.soft.net/page", "friendly"),
         ("set", "new-site.org", "DEAD", "--ttl", "1h"),
         ("set", "hard.com", "cold", "--ttl", "none"),
         ("set", "soft.net", "zombie"),
         ("set", "soft.net", "dead", "--ttl", "-5"),
+        ("set", "far.info", "dead", "--ttl", "99999999999999"),  # past the year 9999: clamped
         cwd=work,
         db=db,
     )
+    assert ok(far).stdout.startswith("far.info: (new record) -> dead, expires 9999-12-31 23:59:59 UTC")
     assert ok(first).stdout.startswith("soft.net: antibot-soft -> friendly, expires never")
     ok(second)
     ok(third)

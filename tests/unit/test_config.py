@@ -301,7 +301,8 @@ BAD = {
     "DOMAINSTATE_ENABLED": ["maybe", 2, 1.5, [], "truee"],
     "DOMAINSTATE_STORE": ["", "LmdbStore", 5, ["a.b"]],
     "DOMAINSTATE_LMDB_PATH": ["", 5, ["state"]],
-    "DOMAINSTATE_LMDB_MAP_SIZE": [0, -1, 100, "big", 1.5, True],
+    # (64 TiB and more is what a damaged meta page looks like: such a store is refused at open)
+    "DOMAINSTATE_LMDB_MAP_SIZE": [0, -1, 100, "big", 1.5, True, 1 << 46, (1 << 44) + 4096, float("inf")],
     "DOMAINSTATE_REDIS_URL": ["", "   ", 5],
     "DOMAINSTATE_TTL": [
         {"zombie": 60},
@@ -320,7 +321,7 @@ BAD = {
     ],
     "DOMAINSTATE_DEAD_THRESHOLD": [0, -1, -2, 21, "two", 2.5, True, "2.5", []],
     "DOMAINSTATE_ANTIBOT_HARD_THRESHOLD": [0, -3, 21, "x"],
-    "DOMAINSTATE_COLD_THRESHOLD": [0, -5, 21, 100],
+    "DOMAINSTATE_COLD_THRESHOLD": [0, -5, 21, 100, float("inf"), 1e309],
     "DOMAINSTATE_FRIENDLY_WINDOW": [0, -10, 21],
     "DOMAINSTATE_FRIENDLY_RATIO": [1.5, "1.01", -0.1, "most", float("nan"), True],
     "DOMAINSTATE_FRIENDLY_MIN_FETCHES": [0, -5, 21, 11],

@@ -179,3 +179,27 @@ def test_typical_page_is_fast() -> None:
             find_contacts(body)
         best = min(best, (time.perf_counter() - start) / 100)
     assert best < 2e-3, f"{best * 1e6:.0f} us per 50 KB page"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+def test_a_text_page_in_utf16_or_with_a_stray_nul_is_read_for_contacts(encoding: str) -> None:
+    """The scans read a body with a NUL in its first KiB as binary (nothing in it); a text
+    response is read without its NULs instead, so its (ASCII) contacts are found and a page
+    without any stays empty: a useful site in UTF-16 must not go cold."""
+    from scrapy.http import HtmlResponse
+
+    from scrapy_domainstate.core.config import Config
+    from scrapy_domainstate.core.record import Outcome
+    from scrapy_domainstate.runtime.sources import OutcomeSource
+
+    source = OutcomeSource(Config())
+    page = "<html><body>Mail info@acme-shop.com, +49 30 1234567</body></html>"
+    empty = "<html><body>Nothing to see here, only words and more words.</body></html>"
+
+    def response(text: str, enc: str, prefix: bytes = b"") -> HtmlResponse:
+        headers = {"Content-Type": f"text/html; charset={enc}"}
+        return HtmlResponse("https://acme-shop.com/", body=prefix + text.encode(enc), headers=headers)
+
+    assert source.useful(response(page, encoding)) is Outcome.OK_CONTACT
+    assert source.useful(response(empty, encoding)) is Outcome.OK_EMPTY
+    assert source.useful(response(page, "utf-8", b"<!doctype html>\x00")) is Outcome.OK_CONTACT
