@@ -42,6 +42,9 @@ class MannersFlow(Parts):
         out = request.meta.get(META_OUT)
         if self.polite.downloaded(response, request, out.get("domain") if out else None):
             hostname = host_of(request.url)
+            # Not retried (RetryMiddleware reads it after this): its retry would be skipped as
+            # paused, and the answer that paused the host never reach the record.
+            request.meta["dont_retry"] = True
             if self.pauses.pause(hostname):
                 self._drain(request, hostname)
                 self.telemetry.inc("paused_hosts")
