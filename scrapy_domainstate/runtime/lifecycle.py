@@ -332,7 +332,7 @@ class DomainStateManager(RequestFlow):
         ``scrapy domainstate show`` does."""
         domain = self.key(url)
         now = self.clock()
-        shown = look(self.store, url, domain, now)
+        shown = look(self.store, url, domain, now, self.browser.enabled)
         return Inspection(
             {
                 "domain": domain,
@@ -356,7 +356,7 @@ class DomainStateManager(RequestFlow):
                 {"url": target.url, "outcome": verdict.outcome.value, "evidence": verdict.error_class}, lines
             )
         domain = self.key(target)
-        shown = look(self.store, target, domain, self.clock())
+        shown = look(self.store, target, domain, self.clock(), self.browser.enabled)
         return Inspection(
             {"domain": domain, "state": shown.state.value, "decision": shown.decision.value, "record": shown.current},
             explain_lines(shown, self.config, self.classifier),

@@ -29,7 +29,7 @@ from scrapy_domainstate.core.record import FETCHED, HARD_BLOCK_PREFIX, DomainSta
 from scrapy_domainstate.core.wallrules import GRADES, PREDICATE_SETTING, PREDICATE_TAG, RULE_TAG, RULES_SETTING
 from scrapy_domainstate.detect.markers import CAPTCHA_WIDGETS, CHALLENGE_SCRIPTS, Marker
 from scrapy_domainstate.detect.wallrules import Seen
-from scrapy_domainstate.tools.showtext import Shown, iso, relative, span
+from scrapy_domainstate.tools.showtext import Shown, decision_text, iso, relative, span
 
 if TYPE_CHECKING:
     from scrapy_domainstate.detect.classify import Classifier
@@ -344,7 +344,7 @@ def explain_lines(shown: Shown, config: Config, classifier: Classifier | None = 
     """The lines of ``scrapy domainstate explain URL``."""
     key = shown.key
     head = key if shown.target.strip().lower() == key else f"{key}  (key of {shown.target!r})"
-    out = [head, f"  decision now: {shown.decision}"]
+    out = [head, f"  decision now: {shown.decision_text}"]
     if shown.stored is None:
         why = "its record is corrupt and is treated as unknown" if shown.corrupt else "no record: never seen, or swept"
         out.append(f"  state:        {shown.state} ({why})")
@@ -360,7 +360,7 @@ def explain_lines(shown: Shown, config: Config, classifier: Classifier | None = 
     if shown.host is not None:
         host, own, (decision, state, _) = shown.host
         whose = "by its own facts" if own else f"as {key}: no facts of its own yet"
-        out.append(f"  host {host}: decided {whose}: {state}; decision now: {decision}")
+        out.append(f"  host {host}: decided {whose}: {state}; decision now: {decision_text(decision, shown.browser)}")
     return out
 
 

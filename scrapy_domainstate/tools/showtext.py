@@ -24,7 +24,19 @@ if TYPE_CHECKING:
 #: The earliest time shown (1900-01-01; a negative time is a clock's or a file's error).
 MAX_TIME_PAST = 2208988800.0
 
-__all__ = ["Shown", "decided_as", "iso", "look", "part_label", "plural", "relative", "show_lines", "span"]
+__all__ = [
+    "NO_BROWSER_SKIP",
+    "Shown",
+    "decided_as",
+    "decision_text",
+    "iso",
+    "look",
+    "part_label",
+    "plural",
+    "relative",
+    "show_lines",
+    "span",
+]
 
 
 def iso(ts: float | None) -> str:
@@ -101,10 +113,29 @@ class Shown:
     part: tuple[str, str] | None
     #: for a hostname with facts of its own: ``(host, decided by its own facts, decision)``
     host: tuple[str, bool, tuple[Decision, State, float | None]] | None
+    #: whether the crawl has a browser route (without one, browser-only is a skip)
+    browser: bool = True
+
+    @property
+    def decision_text(self) -> str:
+        """The decision as a crawl takes it: without a browser, a browser-only domain is
+        skipped but for each crawl's plain canary."""
+        return decision_text(self.decision, self.browser)
 
 
-def look(store: DomainStore, target: str, key: str, now: float) -> Shown:
-    """Read what :func:`show_lines` prints about ``target`` (whose key is ``key``)."""
+def decision_text(decision: Decision, browser: bool = True) -> str:
+    if decision is Decision.BROWSER and not browser:
+        return f"{Decision.SKIP} ({NO_BROWSER_SKIP})"
+    return str(decision)
+
+
+#: Why a browser-only decision is a skip in a crawl without a browser route.
+NO_BROWSER_SKIP = "browser only, and no browser is configured; each crawl's first request is a plain canary"
+
+
+def look(store: DomainStore, target: str, key: str, now: float, browser: bool = True) -> Shown:
+    """Read what :func:`show_lines` prints about ``target`` (whose key is ``key``);
+    ``browser``: whether the crawl has a browser route."""
     before = store.corrupt_records
     stored = store.get(key)
     current = store.current(key, now)
@@ -118,7 +149,19 @@ def look(store: DomainStore, target: str, key: str, now: float) -> Shown:
     expired = stored is not None and store.policy.is_expired(stored, now)
     corrupt = store.corrupt_records > before
     return Shown(
-        target, key, now, stored, current, decision, state, expires, expired, corrupt, part_of(key, per_hostname), host
+        target,
+        key,
+        now,
+        stored,
+        current,
+        decision,
+        state,
+        expires,
+        expired,
+        corrupt,
+        part_of(key, per_hostname),
+        host,
+        browser,
     )
 
 
@@ -132,7 +175,7 @@ def show_lines(shown: Shown) -> list[str]:
     if stored is None:
         why = "its record is corrupt and is treated as unknown" if shown.corrupt else "no record: never seen, or swept"
         out.append(f"  {why}")
-        out.append(f"  decision now: {shown.decision}")
+        out.append(f"  decision now: {shown.decision_text}")
         return out
     out.append(f"  state:        {shown.state}, since {iso(current.state_changed_at)}")
     if shown.expired:
@@ -143,12 +186,12 @@ def show_lines(shown: Shown) -> list[str]:
         out.append("  expires:      never (no TTL)")
     else:
         out.append(f"  expires:      {iso(shown.expires)} ({relative(shown.expires, now)})")
-    out.append(f"  decision now: {shown.decision}")
+    out.append(f"  decision now: {shown.decision_text}")
     out.extend(_record_lines(stored, current, now, shown.expired))
     if shown.host is not None:
         host, own, (decision, state, _) = shown.host
         whose = "by its own facts" if own else f"as {key}: no facts of its own yet"
-        out.append(f"  host {host}: decided {whose}: {state}; decision now: {decision}")
+        out.append(f"  host {host}: decided {whose}: {state}; decision now: {decision_text(decision, shown.browser)}")
     return out
 
 
