@@ -468,5 +468,23 @@ def response_lines(classifier: Classifier, url: str, status: int, headers: Any, 
     if verdict.outcome is not Outcome.ANTIBOT and not dropped:
         yours = "no rules of your own are set" if rules is None else "nor any of your own"
         out.append(f"  anti-bot: no rule fired (built-in, {yours})")
+    if verdict.success and verdict.error_class != "js-shell":
+        out.append(f"  useful:   {_useful_text(classifier.config, body)}")
     out.append(f"  then:     {_what_then(verdict)}")
     return out
+
+
+def _useful_text(config: Config, body: bytes) -> str:
+    """What the outcome source makes of a fetched page (the verdict above is the classifier's)."""
+    from scrapy_domainstate.detect.contacts import find_contacts
+
+    if config.outcome == "items":
+        return "the callback decides (DOMAINSTATE_OUTCOME = 'items': a page that yields an item is useful)"
+    if config.outcome != "contacts":
+        return f"your DOMAINSTATE_OUTCOME callable decides ({config.outcome})"
+    if body.find(b"\x00", 0, 1024) >= 0:
+        body = body.replace(b"\x00", b"")  # (UTF-16/32 text, or a stray NUL: read as a crawl does)
+    found = find_contacts(body, config.body_scan_bytes, max_results=3)
+    if found:
+        return f"ok-contact ({', '.join(found)})"
+    return "ok-empty (no e-mail address, phone number or social-profile link)"

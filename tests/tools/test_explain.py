@@ -50,7 +50,17 @@ def test_a_saved_body_with_status_and_headers_and_the_users_rules(tmp_path: Path
     plain = ok(scrapy("explain", "shop.example", "--response", str(body), cwd=tmp_path)).stdout
     assert "  verdict:  ok-empty" in plain
     assert "  anti-bot: no rule fired (built-in, no rules of your own are set)" in plain
+    assert "  useful:   ok-empty (no e-mail address" in plain  # what the contacts source makes of it
     assert "DOMAINSTATE_OUTCOME" in plain
+    # the verdict is the classifier's; whether the page is useful, the outcome source's
+    contact = tmp_path / "contact.html"
+    contact.write_bytes("<html><body>Mail info@acme-shop.com, +49 30 1234567</body></html>".encode("utf-16"))
+    useful = ok(scrapy("explain", "shop.example", "--response", str(contact), cwd=tmp_path)).stdout
+    assert "  useful:   ok-contact (email:info@acme-shop.com, phone:+49301234567)" in useful, useful
+    items = ok(
+        scrapy("explain", "shop.example", "--response", str(contact), "-s", "DOMAINSTATE_OUTCOME=items", cwd=tmp_path)
+    )
+    assert "  useful:   the callback decides" in items.stdout
     # a rule of the user's turns it into a wall (the target's host, as https://HOST/)
     args = ("--response", str(body), "--status", "403", "--header", "X-Acme: Deny; id=7", "-s", setting)
     walled = ok(scrapy("explain", "shop.example", *args, cwd=tmp_path)).stdout.splitlines()
