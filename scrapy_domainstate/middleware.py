@@ -18,7 +18,8 @@ add-on) and sees each download first, as it leaves the downloader: a 429 slows i
 given back once its way back through the middlewares is over, also when that way ends above
 the downloader middleware (a retry, a redirect). Without it (a project that lists only the
 downloader middleware) the manager listens to Scrapy's ``response_downloaded`` and
-``request_left_downloader`` signals instead, which cost each request more.
+``request_left_downloader`` signals instead; the latter comes before the way back of a
+failure, so a domain whose first request fails is released before that failure is recorded.
 """
 
 from __future__ import annotations

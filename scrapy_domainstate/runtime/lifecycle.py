@@ -114,8 +114,8 @@ class DomainStateManager(RequestFlow):
         #: for every request, and a receiver costs each of them a few microseconds.
         self._left_connected = False
         #: Set by :class:`~scrapy_domainstate.middleware.DomainStateDownloadedMiddleware`: it sees
-        #: each download as it leaves the downloader, in place of the two Scrapy signals (each
-        #: of their receivers costs every request about as much as a middleware twice over).
+        #: each download as it leaves the downloader, in place of the two Scrapy signals (after
+        #: Scrapy's pause in its exception path: a lead's failure is recorded before it is released).
         self.downloaded_middleware = False
         #: Set by :class:`~scrapy_domainstate.middleware.DomainStateMiddleware`.
         self.deciding = False
@@ -168,8 +168,8 @@ class DomainStateManager(RequestFlow):
             logger.warning(
                 "scrapy-domainstate: DOWNLOADER_MIDDLEWARES lists DomainStateMiddleware but not "
                 "DomainStateDownloadedMiddleware (README, Enable: the manual equivalent); Scrapy's "
-                "response_downloaded and request_left_downloader signals stand in for it, which costs "
-                "every request more, and a domain's first request that fails lets its other requests go",
+                "response_downloaded and request_left_downloader signals stand in for it, and a domain's "
+                "first request that fails lets its other requests go before its failure is recorded",
                 extra={"crawler": self.crawler},
             )
             if self.config.politeness:
