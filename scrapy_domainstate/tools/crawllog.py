@@ -80,7 +80,7 @@ class CrawlSummary:
     domains: dict[str, int] = field(default_factory=dict)
     #: ``old/new`` -> state changes.
     transitions: dict[str, int] = field(default_factory=dict)
-    #: method -> requests sent (``head``, ``fetch``, ``tab``), retries included.
+    #: method -> requests decided and sent (``head``, ``fetch``, ``tab``): one per decision (retries: ``retries``).
     sent: dict[str, int] = field(default_factory=dict)
     #: reason (a state, or ``dead-url``) -> requests skipped.
     skipped: dict[str, int] = field(default_factory=dict)
@@ -239,7 +239,7 @@ class CrawlSummary:
             verdict = f"cost {-saved:,} more requests (its {self.probes:,} HEAD probes) and saved {renders}"
         return (
             "scrapy-domainstate: %s domains touched (%s); %s state changes (%s); requests sent %s "
-            "(%s probes, %s renders, %s browser re-issues, %s retries); %s skipped (%s); %s from the HTTP cache; "
+            "(%s HEAD probes, %s renders, %s browser re-issues, %s retries); %s skipped (%s); %s from the HTTP cache; "
             "%s useful pages, %s navigation pages%s, %s parked home pages; antibot-hard: %s canaries, "
             "%s failed renders; %s slowed down, %s paused%s; against plain fetch-with-fallback this %s",
             (
