@@ -769,6 +769,16 @@ class Policy:
 
     # ------------------------------------------------------------- purposes
 
+    @staticmethod
+    def state_for_purpose(site: State, worth: State) -> State:
+        """The state of a site for a spider with a purpose of its own (listings, the close
+        summary): what the site *is* (dead, anti-bot) from its shared record, else what it is
+        *worth* to this spider (``friendly``, ``cold``) from its purpose record, else ``unknown``
+        (the shared record's ``friendly``/``cold`` are the default purpose's verdicts)."""
+        if site is State.DEAD or site is State.ANTIBOT_SOFT or site is State.ANTIBOT_HARD:
+            return site
+        return worth if worth is State.FRIENDLY or worth is State.COLD else State.UNKNOWN
+
     def decide_with_worth(
         self, site: tuple[Decision, State, float | None], worth: tuple[Decision, State, float | None]
     ) -> tuple[Decision, State, float | None]:

@@ -30,7 +30,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
 
 from scrapy_domainstate.core.config import Config, ConfigError, log_unknown_settings
-from scrapy_domainstate.core.keys import domain_key, is_site_root
+from scrapy_domainstate.core.keys import domain_key, is_site_root, purpose_key
 from scrapy_domainstate.core.policy import Policy
 from scrapy_domainstate.detect.classify import Classifier
 from scrapy_domainstate.detect.verdict import Verdict
@@ -317,13 +317,18 @@ class DomainStateManager(RequestFlow):
 
     def _state_stats(self) -> None:
         now = self.clock()
+        purpose, store = self.purpose, self.store
         for domain in self._seen:
             try:
-                stat = self.store.current(domain, now)
+                if purpose is None:
+                    state = store.current(domain, now).state
+                else:  # what the site is, and what it is worth to this spider
+                    worth = store.current(purpose_key(domain, purpose), now).state
+                    state = Policy.state_for_purpose(store.current(domain, now).state, worth)
             except Exception:
                 self.telemetry.store_failed("read")
                 return
-            self.telemetry.inc(f"state_at_close/{stat.state}")
+            self.telemetry.inc(f"state_at_close/{state}")
 
     # ------------------------------------------------------------ inspection
 

@@ -87,6 +87,9 @@ async def test_category_shop_is_never_cold_and_every_item_is_found(
     assert len(navigation) >= PAGES - PRODUCTS
     assert result.stats["domainstate/outcome/navigation"] == len(navigation)
     assert result.stats["domainstate/outcome/ok-contact"] == PRODUCTS
+    # the close summary's states are this purpose's, as its requests are decided
+    closing = {k: v for k, v in result.stats.items() if "state_at_close" in k or "transition" in k}
+    assert result.stats.get("domainstate/state_at_close/friendly") == 1, closing
 
 
 @pytest_twisted.ensureDeferred

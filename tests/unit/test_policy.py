@@ -1104,3 +1104,19 @@ def test_an_unscanned_page_moves_a_friendly_record_as_a_useful_one_would() -> No
                 entry = RecentEntry(at, Method.FETCH, Outcome.NAVIGATION, 200, NOT_SCANNED)
             unscanned, _ = policy.observe(unscanned, "a.example", entry)
             assert unscanned.state is judged.state, (unscanned.recent, judged.recent)
+
+
+@pytest.mark.parametrize(
+    ("site", "worth", "shown"),
+    [
+        (State.UNKNOWN, State.FRIENDLY, State.FRIENDLY),  # an items spider's shop
+        (State.UNKNOWN, State.COLD, State.COLD),
+        (State.FRIENDLY, State.UNKNOWN, State.UNKNOWN),  # the contacts spider's verdict, not this one's
+        (State.COLD, State.FRIENDLY, State.FRIENDLY),
+        (State.DEAD, State.FRIENDLY, State.DEAD),  # what the site is comes first
+        (State.ANTIBOT_HARD, State.COLD, State.ANTIBOT_HARD),
+        (State.ANTIBOT_SOFT, State.UNKNOWN, State.ANTIBOT_SOFT),
+    ],
+)
+def test_the_state_a_purpose_shows(site: State, worth: State, shown: State) -> None:
+    assert Policy.state_for_purpose(site, worth) is shown
