@@ -13,13 +13,13 @@ so cached responses pass through it flagged ``cached`` and are logged as method
 ``cache`` without being counted as evidence.
 
 :class:`DomainStateDownloadedMiddleware` sits next to the downloader (``10000``, set by the
-add-on) and sees each download first, as it leaves the downloader: a 429 slows its slot at once
-(retried responses too), and the request's place in the send gate and its domain's lead are
-given back once its way back through the middlewares is over, also when that way ends above
-the downloader middleware (a retry, a redirect). Without it (a project that lists only the
-downloader middleware) the manager listens to Scrapy's ``response_downloaded`` and
-``request_left_downloader`` signals instead; the latter comes before the way back of a
-failure, so a domain whose first request fails is released before that failure is recorded.
+add-on) and sees each download first, as it leaves the downloader: the request's place in the send gate
+and its domain's lead are given back once its way back through the middlewares is over, also
+when that way ends above the downloader middleware (a retry, a redirect). (A 429 slows its slot
+through Scrapy's ``response_downloaded`` signal, sent before the slot sends its next request.) Without it (a project that lists only the
+downloader middleware) the manager listens to Scrapy's ``request_left_downloader`` signal
+instead, which comes before the way back of a failure: a domain whose first request fails is
+then released before that failure is recorded.
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ class DomainStateDownloadedMiddleware:
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
         if self.manager.opened:
-            self.manager.left_downloader(request, response)
+            self.manager.left_downloader(request, failed=False)
         return response
 
     def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> None:
         if self.manager.opened:
-            self.manager.left_downloader(request, None)
+            self.manager.left_downloader(request, failed=True)

@@ -119,7 +119,7 @@ class DomainStateManager(RequestFlow):
         self.downloaded_middleware = False
         #: Set by :class:`~scrapy_domainstate.middleware.DomainStateMiddleware`.
         self.deciding = False
-        self._polite_connected = False
+        self._warned_downloaded = False
         #: Set by :class:`~scrapy_domainstate.pipeline.DomainStatePipeline`: a store that cannot
         #: open fails the crawl's start (exit status 1).
         self.exit_status_on_failure = False
@@ -153,6 +153,9 @@ class DomainStateManager(RequestFlow):
             # alone still opens, flushes and closes the store.
             crawler.signals.connect(manager.spider_opened, signal=scrapy_signals.spider_opened)
             crawler.signals.connect(manager.spider_closed, signal=scrapy_signals.spider_closed)
+            if config.politeness:
+                # (sent before the slot sends its next request: a middleware sees it too late)
+                crawler.signals.connect(manager.response_downloaded, signal=scrapy_signals.response_downloaded)
         return manager
 
     @property
@@ -163,17 +166,15 @@ class DomainStateManager(RequestFlow):
 
     def spider_opened(self, spider: Any = None) -> None:
         # (every component is built by now: without the downloaded middleware, Scrapy's signals)
-        if self.deciding and not self.downloaded_middleware and not self._polite_connected:
-            self._polite_connected = True
+        if self.deciding and not self.downloaded_middleware and not self._warned_downloaded:
+            self._warned_downloaded = True
             logger.warning(
                 "scrapy-domainstate: DOWNLOADER_MIDDLEWARES lists DomainStateMiddleware but not "
                 "DomainStateDownloadedMiddleware (README, Enable: the manual equivalent); Scrapy's "
-                "response_downloaded and request_left_downloader signals stand in for it, and a domain's "
-                "first request that fails lets its other requests go before its failure is recorded",
+                "request_left_downloader signal stands in for it, and a domain's first request that "
+                "fails lets its other requests go before its failure is recorded",
                 extra={"crawler": self.crawler},
             )
-            if self.config.politeness:
-                self.crawler.signals.connect(self.response_downloaded, signal=scrapy_signals.response_downloaded)
         self.open()
         wake_shell_engine(self.crawler)  # scrapy shell: its first fetch() can open the spider too early
         # Start-up is over: what exists now (Scrapy, Twisted, the settings, the suffix

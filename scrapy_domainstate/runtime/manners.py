@@ -20,6 +20,7 @@ from scrapy_domainstate.core.keys import host_of
 from scrapy_domainstate.core.record import DomainStat, Method, Outcome, State
 from scrapy_domainstate.detect.verdict import Verdict
 from scrapy_domainstate.runtime.meta import (
+    META_NO_RETRY,
     META_OUT,
 )
 from scrapy_domainstate.runtime.parts import Parts
@@ -44,7 +45,9 @@ class MannersFlow(Parts):
             hostname = host_of(request.url)
             # Not retried (RetryMiddleware reads it after this): its retry would be skipped as
             # paused, and the answer that paused the host never reach the record.
-            request.meta["dont_retry"] = True
+            meta = request.meta
+            if not meta.get("dont_retry"):
+                meta["dont_retry"] = meta[META_NO_RETRY] = True
             if self.pauses.pause(hostname):
                 self._drain(request, hostname)
                 self.telemetry.inc("paused_hosts")

@@ -13,6 +13,7 @@ __all__ = [
     "META_FORCE",
     "META_LEAD",
     "META_LEAD_DEAD",
+    "META_NO_RETRY",
     "META_OUT",
     "META_OUTCOME",
     "META_PENDING",
@@ -43,8 +44,11 @@ META_AFTER_SHELL = "_domainstate_after_shell"
 META_LEAD = "_domainstate_lead"
 #: Set on a lead whose outcome was a dead signal (the next request leads in turn).
 META_LEAD_DEAD = "_domainstate_lead_dead"
+#: Set with ``dont_retry`` on the response that paused its host: that ``dont_retry`` is the
+#: plugin's, and is dropped from a request built with the response's meta.
+META_NO_RETRY = "_domainstate_no_retry"
 #: Meta this plugin writes for one download; dropped from a request before it is decided.
-PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING, META_REPEAT, META_LEAD, META_LEAD_DEAD)
+PER_REQUEST_KEYS = (META_OUT, META_DECISION, META_PENDING, META_REPEAT, META_LEAD, META_LEAD_DEAD, META_NO_RETRY)
 UNDECIDED = ("skip", None)
 REPORTED = (State.DEAD, State.ANTIBOT_HARD)
 FTB = Decision.FETCH_THEN_BROWSER.value

@@ -29,6 +29,7 @@ from scrapy_domainstate.runtime.meta import (
     META_FORCE,
     META_LEAD,
     META_LEAD_DEAD,
+    META_NO_RETRY,
     META_OUT,
     META_REISSUE,
     META_REPEAT,
@@ -40,7 +41,7 @@ from scrapy_domainstate.runtime.outcomes import OutcomeFlow
 from scrapy_domainstate.runtime.probes import META_PROBE, probe_request, send_probe
 
 if TYPE_CHECKING:
-    from scrapy.http import Request, Response
+    from scrapy.http import Request
     from twisted.internet.defer import Deferred
 
 
@@ -111,12 +112,7 @@ class RequestFlow(OutcomeFlow):
         # for the parent (its decision, its pending outcome) must not ride along.
         url = request.url
         if not meta.keys().isdisjoint(PER_REQUEST_KEYS):  # (one C call when none rides along)
-            # (a lead's retry keeps its lead: its failure was retried above this middleware)
-            lead = meta.get(META_LEAD) if repeat == "retry" else None
-            for key in PER_REQUEST_KEYS:
-                meta.pop(key, None)
-            if lead == url:
-                meta[META_LEAD] = url
+            _drop_per_request(meta, url, seen is not None)
         robots = url.endswith("/robots.txt") and bool(meta.get("dont_obey_robotstxt"))
         domain, host = request_keys(url, self.config.per_hostname)
         # Scrapy stores URLs with a lowercase scheme (``safe_url_string``).
@@ -200,7 +196,11 @@ class RequestFlow(OutcomeFlow):
             decision, state, expires = self._decide(domain, now, host, url)
             if state in LEARNING or decision not in routing.MAY_SKIP:
                 return False  # (only a skip or a browser-only decision can be a skip route)
-            if self.leads.busy(domain) or (domain not in self._canaries and self.policy.leads(state, decision, False)):
+            if self.leads.busy(domain) or (
+                domain not in self._canaries
+                and not self.leads.is_open(domain)
+                and self.policy.leads(state, decision, False)
+            ):
                 # an antibot-hard domain's canary is still to go, or its outcome to come (it
                 # may reopen the domain): decided when sent
                 return False
@@ -253,14 +253,11 @@ class RequestFlow(OutcomeFlow):
         if pending is not None:
             await pending
 
-    def left_downloader(self, request: Request, response: Response | None) -> None:
-        """``request`` left the downloader with ``response`` (``None``: a failure), seen by
+    def left_downloader(self, request: Request, failed: bool) -> None:
+        """``request`` left the downloader (``failed``: with an exception), seen by
         :class:`~scrapy_domainstate.middleware.DomainStateDownloadedMiddleware` before any other
-        middleware: a 429 slows its slot at once (a response from the HTTP cache does not), and its
-        place and its domain's lead go back once its way back is over."""
-        if response is not None and self.polite.enabled and "cached" not in response.flags:
-            self.response_downloaded(response, request)
-        self._left(request, failed=response is None)
+        middleware: its place and its domain's lead go back once its way back is over."""
+        self._left(request, failed)
 
     def request_left_downloader(self, request: Request, spider: Any = None) -> None:
         """Scrapy's ``request_left_downloader``, when the downloaded middleware is not installed
@@ -300,7 +297,10 @@ class RequestFlow(OutcomeFlow):
         if not flags[0] and self.dead_urls.is_dead(domain, lambda: self._fingerprint(request), now):  # (not forced)
             self._go(request, domain, routing.SKIP_URL_DEAD, State.DEAD, None)
         decision, state, expires = self._decide(domain, now, host, request.url)
-        if not gated and state in LEARNING:
+        # The lead's own copy (its failure was retried or re-issued above this middleware): it
+        # leads on, and takes no place in the gate, where the requests waiting for it hold them.
+        leads_on = request.meta.get(META_LEAD) == request.url and self.leads.busy(domain)
+        if not gated and state in LEARNING and not leads_on:
             # A domain still being learned can turn dead or cold any moment: decide again
             # when the request is about to be sent (the other states hold for a crawl).
             waiter = self._enter_gate(request)
@@ -308,8 +308,10 @@ class RequestFlow(OutcomeFlow):
                 return self._decide_when_sent(waiter, request, domain, host, flags, admitted)
         if flags[0] or self.leads.is_open(domain):
             lead = None
-        elif request.meta.get(META_LEAD) == request.url and self.leads.busy(domain):
-            lead = None  # the lead's own retry (its failure was retried above): it leads on
+        elif leads_on:
+            lead = None
+            if state is State.ANTIBOT_HARD:
+                decision = Decision.FETCH_THEN_BROWSER  # a canary's copy is a plain fetch too
         else:
             lead = self._lead(domain, state, decision)
         if lead is not None:
@@ -476,6 +478,20 @@ class RequestFlow(OutcomeFlow):
         )
         if verdict is not None:
             self.record(domain, Method.HEAD, verdict, request)
+
+
+def _drop_per_request(meta: dict[str, Any], url: str, copy: bool) -> None:
+    """Drop what this plugin wrote for another download (:data:`PER_REQUEST_KEYS`), and the
+    ``dont_retry`` it set. A ``copy`` (of a request decided before) of a lead, for the same URL,
+    keeps its lead: its failure was retried or re-issued above this middleware, and it is
+    decided as the lead while that lead is in flight."""
+    lead = meta.get(META_LEAD) if copy else None
+    if meta.get(META_NO_RETRY):
+        meta.pop("dont_retry", None)
+    for key in PER_REQUEST_KEYS:
+        meta.pop(key, None)
+    if lead == url:
+        meta[META_LEAD] = url
 
 
 def _repeat(seen: tuple[Any, ...], retries: int, redirects: int) -> str | None:

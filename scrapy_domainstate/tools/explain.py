@@ -360,7 +360,9 @@ def explain_lines(shown: Shown, config: Config, classifier: Classifier | None = 
     if shown.host is not None:
         host, own, (decision, state, _) = shown.host
         whose = "by its own facts" if own else f"as {key}: no facts of its own yet"
-        out.append(f"  host {host}: decided {whose}: {state}; decision now: {decision_text(decision, shown.browser)}")
+        out.append(
+            f"  host {host}: decided {whose}: {state}; decision now: {decision_text(decision, shown.browser, state)}"
+        )
     return out
 
 

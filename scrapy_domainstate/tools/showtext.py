@@ -8,6 +8,7 @@ record with expiry applied, the decision a request gets now, the host facts of a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -42,7 +43,7 @@ __all__ = [
 def iso(ts: float | None) -> str:
     if ts is None:
         return "never"
-    if not ts:
+    if not ts or math.isnan(ts):  # (0 and NaN: no time)
         return "-"
     # (as a record stores it: clamped to 9999-12-31, which ``--ttl 1e15`` would pass)
     return datetime.fromtimestamp(max(min(ts, MAX_TIME), -MAX_TIME_PAST), tz=timezone.utc).strftime(
@@ -113,29 +114,35 @@ class Shown:
     part: tuple[str, str] | None
     #: for a hostname with facts of its own: ``(host, decided by its own facts, decision)``
     host: tuple[str, bool, tuple[Decision, State, float | None]] | None
-    #: whether the crawl has a browser route (without one, browser-only is a skip)
-    browser: bool = True
+    #: whether the crawl has a browser route (without one, browser-only is a skip); ``None``:
+    #: not known here (the command: the route is the running crawl's start-up check)
+    browser: bool | None = None
 
     @property
     def decision_text(self) -> str:
         """The decision as a crawl takes it: without a browser, a browser-only domain is
         skipped but for each crawl's plain canary."""
-        return decision_text(self.decision, self.browser)
+        return decision_text(self.decision, self.browser, self.state)
 
 
-def decision_text(decision: Decision, browser: bool = True) -> str:
-    if decision is Decision.BROWSER and not browser:
-        return f"{Decision.SKIP} ({NO_BROWSER_SKIP})"
-    return str(decision)
+def decision_text(decision: Decision, browser: bool | None = None, state: State | None = None) -> str:
+    """The decision as a crawl takes it; ``browser``: whether the crawl has a browser route
+    (``None``: not known, both are said)."""
+    if decision is not Decision.BROWSER or browser:
+        return str(decision)
+    canary = "; each crawl's first request is a plain canary" if state is State.ANTIBOT_HARD else ""
+    if browser is None:
+        return f"{decision} (a crawl without a browser route skips it{canary})"
+    return f"{Decision.SKIP} ({NO_BROWSER_SKIP}{canary})"
 
 
 #: Why a browser-only decision is a skip in a crawl without a browser route.
-NO_BROWSER_SKIP = "browser only, and no browser is configured; each crawl's first request is a plain canary"
+NO_BROWSER_SKIP = "browser only, and no browser is configured"
 
 
-def look(store: DomainStore, target: str, key: str, now: float, browser: bool = True) -> Shown:
+def look(store: DomainStore, target: str, key: str, now: float, browser: bool | None = None) -> Shown:
     """Read what :func:`show_lines` prints about ``target`` (whose key is ``key``);
-    ``browser``: whether the crawl has a browser route."""
+    ``browser``: whether the crawl has a browser route (``None``: not known)."""
     before = store.corrupt_records
     stored = store.get(key)
     current = store.current(key, now)
@@ -191,7 +198,9 @@ def show_lines(shown: Shown) -> list[str]:
     if shown.host is not None:
         host, own, (decision, state, _) = shown.host
         whose = "by its own facts" if own else f"as {key}: no facts of its own yet"
-        out.append(f"  host {host}: decided {whose}: {state}; decision now: {decision_text(decision, shown.browser)}")
+        out.append(
+            f"  host {host}: decided {whose}: {state}; decision now: {decision_text(decision, shown.browser, state)}"
+        )
     return out
 
 

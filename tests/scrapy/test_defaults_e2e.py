@@ -39,28 +39,45 @@ async def test_a_dead_domain_costs_its_probe_and_the_confirmation(
     assert result.stats.get("domainstate/method/head", 0) == 0
 
 
+class ReissueOnce:
+    """Above the plugin (as scrapy-rotating-proxies' middleware is): re-issues a failed request
+    once as a copy, without Scrapy's ``retry_times``."""
+
+    def process_exception(self, request: Any, exception: Any, spider: Any = None) -> Any:
+        if request.meta.get("reissued"):
+            return None
+        copy = request.copy()
+        copy.meta["reissued"] = True
+        copy.dont_filter = True
+        return copy
+
+
 @pytest.mark.parametrize("host", ["nxdomain.test", "refused.test"])
-@pytest.mark.parametrize("retries", [0, 2])
+@pytest.mark.parametrize(("retries", "per_domain", "n"), [(0, 8, 4), (2, 8, 4), (2, 1, 4), (2, 8, 12), ("copy", 2, 6)])
 @pytest_twisted.ensureDeferred
 async def test_a_domain_dead_by_a_network_signal_costs_its_probe_and_the_confirmation(
-    sites: Any, crawl_settings: Any, run_crawl: Any, host: str, retries: int
+    sites: Any, crawl_settings: Any, run_crawl: Any, host: str, retries: Any, per_domain: int, n: int
 ) -> None:
     """A failure (no such name, connection refused) is the lead's outcome as a 404 root is: the
-    others wait for it, and for the retries RetryMiddleware (above the plugin) makes of it,
-    whose copy leads on; then the next request confirms. Two URLs are sent, each with its
-    retries; the other two never are."""
-    settings = {
-        **ds_defaults(crawl_settings),
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
-        "RETRY_ENABLED": bool(retries),
-        "RETRY_TIMES": retries,
-    }
-    urls = [sites.url(host, p) for p in PATHS]
+    others wait for it, and for the retries RetryMiddleware (above the plugin) makes of it, or a
+    copy another middleware re-issues (``copy``), which leads on (it takes no place in the
+    send gate, where the waiting requests hold theirs: one place a domain, or more URLs than
+    places); then the next request confirms. Two URLs are sent, each with its retries; the
+    others never are."""
+    extra: dict[str, Any] = {"RETRY_ENABLED": retries != "copy" and bool(retries), "RETRY_TIMES": 0}
+    attempts = 2
+    if retries == "copy":
+        extra["DOWNLOADER_MIDDLEWARES"] = {f"{__name__}.ReissueOnce": 610}
+    else:
+        extra["RETRY_TIMES"] = retries
+        attempts = 1 + retries
+    settings = {**ds_defaults(crawl_settings), "CONCURRENT_REQUESTS_PER_DOMAIN": per_domain, **extra}
+    urls = [sites.url(host, f"/page{i}") for i in range(n)]
     result = await run_crawl(settings, urls)
-    assert result.stats["downloader/request_count"] == 2 * (1 + retries)
+    assert result.stats["downloader/request_count"] == 2 * attempts
     assert states(settings, host)[host] is State.DEAD
     skipped = [f for f in result.failures if isinstance(f.exception, IgnoreRequest)]
-    assert len(skipped) == len(PATHS) - 2
+    assert len(skipped) == n - 2
     assert "domainstate/probe/wait_timeout" not in result.stats
 
 

@@ -28,7 +28,7 @@ from scrapy_domainstate import signals as ds_signals
 from scrapy_domainstate.core.keys import purpose_key
 from scrapy_domainstate.core.record import Method, Outcome, State
 from scrapy_domainstate.extension import DomainStateExtension
-from scrapy_domainstate.middleware import DomainStateMiddleware
+from scrapy_domainstate.middleware import DomainStateDownloadedMiddleware, DomainStateMiddleware
 from scrapy_domainstate.runtime import registry as _registry
 from scrapy_domainstate.runtime.lifecycle import DomainStateManager
 from scrapy_domainstate.spidermw import DomainStateSpiderMiddleware
@@ -535,6 +535,7 @@ class FailingStore(MemoryStore):
 def test_a_failing_store_degrades_to_fetch_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     crawler = _crawler(DOMAINSTATE_STORE=f"{__name__}.FailingStore")
     mw = build_from_crawler(DomainStateMiddleware, crawler)
+    build_from_crawler(DomainStateDownloadedMiddleware, crawler)  # as the add-on lists it
     manager = mw.manager
     manager.spider_opened()
     store = manager.store

@@ -30,12 +30,6 @@ class Context:
         with opened_store(self.settings, self.access) as store:
             yield store
 
-    def browser(self) -> bool:
-        """Whether a crawl of this project has a browser route (the crawl's own start-up check)."""
-        from scrapy_domainstate.runtime.browser import BrowserRoute
-
-        return BrowserRoute.check(self.config(), self.settings).enabled
-
     def key(self, target: str) -> str:
         purposed = purpose_of_key(target.strip())
         if purposed is not None:  # ``shop.example|items``: the site's worth to one purpose

@@ -116,7 +116,7 @@ def show(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
     key = ctx.key(target)
     now = time.time()
     with ctx.store() as store:
-        shown = look(store, target, key, now, ctx.browser())
+        shown = look(store, target, key, now)
     if opts.json:
         data = {
             "input": target,
@@ -147,7 +147,7 @@ def explain(ctx: Context, args: list[str], opts: argparse.Namespace) -> None:
             raise Failure(2, "--status and --header apply to 'explain --response FILE'")
         key = ctx.key(target)
         with ctx.store() as store:
-            shown = look(store, target, key, time.time(), ctx.browser())
+            shown = look(store, target, key, time.time())
         print("\n".join(explain_lines(shown, config, classifier)))
         return
     headers = {}
