@@ -30,7 +30,7 @@ import re
 
 from scrapy_domainstate.detect.scan import HAVE_HYPERSCAN, BodyScan, PatternScanner, lowered, pcre_literal
 
-__all__ = ["find_contacts", "has_contact", "scan_has_contact"]
+__all__ = ["find_contacts", "has_contact", "scan_has_contact", "text_body"]
 
 # ------------------------------------------------------------------ e-mail
 
@@ -373,6 +373,13 @@ def find_contacts(body: bytes | str, limit: int = 65536, max_results: int = 100)
     _numbers(low, out, seen, False)
     _social(low, out, seen, False)
     return out[:max_results]
+
+
+def text_body(body: bytes) -> bytes:
+    """The body of a *text* response as the scans should read it. They read a NUL in the first
+    KiB as binary (nothing in it); UTF-16/32 text, or a stray NUL, would then be an empty page,
+    and a useful site go cold. Contacts are ASCII: read without the NULs, they are found."""
+    return body.replace(b"\x00", b"") if body.find(b"\x00", 0, 1024) >= 0 else body
 
 
 def has_contact(body: bytes | str, limit: int = 65536) -> bool:

@@ -196,13 +196,12 @@ class RequestFlow(OutcomeFlow):
             decision, state, expires = self._decide(domain, now, host, url)
             if state in LEARNING or decision not in routing.MAY_SKIP:
                 return False  # (only a skip or a browser-only decision can be a skip route)
-            if self.leads.busy(domain) or (
-                domain not in self._canaries
-                and not self.leads.is_open(domain)
-                and self.policy.leads(state, decision, False)
+            leads = self.leads
+            if not leads.is_open(domain) and (
+                leads.busy(domain) or self.policy.leads(state, decision, domain in self._canaries)
             ):
                 # an antibot-hard domain's canary is still to go, or its outcome to come (it
-                # may reopen the domain): decided when sent
+                # may reopen the domain): decided when sent, as the downloader middleware does
                 return False
             route = routing.route_of(decision, *self._flags(request))
         if route.action is not routing.Action.SKIP:
@@ -256,30 +255,20 @@ class RequestFlow(OutcomeFlow):
     def left_downloader(self, request: Request, failed: bool) -> None:
         """``request`` left the downloader (``failed``: with an exception), seen by
         :class:`~scrapy_domainstate.middleware.DomainStateDownloadedMiddleware` before any other
-        middleware: its place and its domain's lead go back once its way back is over."""
-        self._left(request, failed)
+        middleware. Its place goes back also when its response never comes back to this
+        middleware (retried or redirected above it, a failure raised above it); with requests
+        waiting for it, after the response's own way back, where its outcome is recorded first.
+        A lead's response that ends above this middleware (a redirect) releases the requests
+        waiting for it then; a lead's failure that does was retried or re-issued there: the
+        copy leads on (:meth:`_decide_now`), its outcome releases them (or the wait's timeout)."""
+        self.gate.left(request, lambda leave, req: call_later(0, leave, req))
+        if not failed and request.meta.get(META_LEAD) == request.url:
+            call_later(0, self._release_lead, request)
 
     def request_left_downloader(self, request: Request, spider: Any = None) -> None:
         """Scrapy's ``request_left_downloader``, when the downloaded middleware is not installed
         (sent before the way back: a failure is not told from a response)."""
-        self._left(request, failed=False)
-
-    def _left(self, request: Request, failed: bool) -> None:
-        """Give the request's place back also when its response never comes back to this
-        middleware (retried or redirected above it, a failure raised above it); with
-        requests waiting for it, after the response's own way back, where its outcome is
-        recorded first."""
-        self.gate.left(request, lambda leave, req: call_later(0, leave, req))
-        if request.meta.get(META_LEAD) == request.url:
-            call_later(0, self._lead_way_back, request, failed)
-
-    def _lead_way_back(self, request: Request, failed: bool) -> None:
-        """A lead's way back through the middlewares is over. When it ended above this middleware
-        on a response (a redirect), the requests waiting for it go on. When it ended there on a
-        failure, the failure was retried: the copy leads on (decided as the lead when it comes
-        back), its outcome releases them (or the wait's timeout does)."""
-        if not failed:
-            self._release_lead(request)
+        self.left_downloader(request, failed=False)
 
     def _decide_now(
         self,

@@ -30,7 +30,7 @@ from scrapy.http import TextResponse
 
 from scrapy_domainstate.core.config import Config, ConfigError, import_object
 from scrapy_domainstate.core.record import Outcome
-from scrapy_domainstate.detect.contacts import scan_has_contact
+from scrapy_domainstate.detect.contacts import scan_has_contact, text_body
 from scrapy_domainstate.detect.scan import BodyScan
 
 if TYPE_CHECKING:
@@ -106,11 +106,7 @@ class OutcomeSource:
             return Outcome(result)
         if not isinstance(response, TextResponse):
             return None
-        body = response.body
-        if body.find(b"\x00", 0, 1024) >= 0:
-            # UTF-16/32 text, or a stray NUL, which the scans read as binary (nothing found: an
-            # empty page, and a useful site would go cold): contacts are ASCII, read them so
-            body = body.replace(b"\x00", b"")
+        body = text_body(response.body)
         if scan is None or scan.body is not body or scan.limit != self._scan_bytes:
             scan = BodyScan(body, self._scan_bytes)
         return Outcome.OK_CONTACT if scan_has_contact(scan) else Outcome.OK_EMPTY

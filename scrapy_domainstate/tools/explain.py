@@ -478,15 +478,13 @@ def response_lines(classifier: Classifier, url: str, status: int, headers: Any, 
 
 def _useful_text(config: Config, body: bytes) -> str:
     """What the outcome source makes of a fetched page (the verdict above is the classifier's)."""
-    from scrapy_domainstate.detect.contacts import find_contacts
+    from scrapy_domainstate.detect.contacts import find_contacts, text_body
 
     if config.outcome == "items":
         return "the callback decides (DOMAINSTATE_OUTCOME = 'items': a page that yields an item is useful)"
     if config.outcome != "contacts":
         return f"your DOMAINSTATE_OUTCOME callable decides ({config.outcome})"
-    if body.find(b"\x00", 0, 1024) >= 0:
-        body = body.replace(b"\x00", b"")  # (UTF-16/32 text, or a stray NUL: read as a crawl does)
-    found = find_contacts(body, config.body_scan_bytes, max_results=3)
+    found = find_contacts(text_body(body), config.body_scan_bytes, max_results=3)
     if found:
         return f"ok-contact ({', '.join(found)})"
     return "ok-empty (no e-mail address, phone number or social-profile link)"
